@@ -1,0 +1,45 @@
+// Package cli builds cairn's command tree: one file per command group.
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/internal/version"
+)
+
+// NewRootCommand returns the `cairn` command with every subcommand attached.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cairn",
+		Short: "An etcd-compatible replicated key-value store: server, client and forensics kit",
+		Long: `cairn is an etcd v3 compatible, replicated, multi-version key-value store.
+
+One binary hosts a member (cairn serve), is the client (cairn get/put/txn/...),
+and reads the data directories of cairn and etcd members offline
+(cairn dump-logs, dump-db, snapshot, defrag).`,
+		Version:       version.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate(`{{ printf "%s" (versionText) }}`)
+	cobra.AddTemplateFunc("versionText", version.String)
+	return root
+}
+
+// Execute runs cairn with args and returns the process exit code. Errors are
+// one line on stderr, as etcdctl prints them.
+func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := NewRootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}
