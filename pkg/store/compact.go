@@ -1,0 +1,171 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Compact schedules a compaction at rev: reads below rev fail with
+// ErrCompacted from now on, the index forgets what they needed, and the
+// superseded revisions leave the backend in the background, in bounded
+// batches. The returned channel closes when they are gone.
+func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
+	s := w.s
+	if w.err != nil {
+		return nil, w.err
+	}
+	if rev > w.Rev() {
+		return nil, ErrFutureRev
+	}
+	s.mu.Lock()
+	if rev <= s.compactRev {
+		s.mu.Unlock()
+		return nil, ErrCompacted
+	}
+	s.compactRev = rev
+	keep := s.index.compact(rev)
+	s.mu.Unlock()
+	if err := w.wt.Put(BucketMeta, MetaScheduledCompactRev, RevisionKey(Revision{Main: rev}, false)); err != nil {
+		w.err = err
+		return nil, err
+	}
+	s.watch.compacted(rev)
+	return s.compactor.enqueue(rev, keep), nil
+}
+
+// compactor removes compacted revisions from the backend, one compaction
+// after another, in a goroutine of its own.
+type compactor struct {
+	s     *Store
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	queue []compactionJob
+	wake  chan struct{}
+}
+
+type compactionJob struct {
+	rev  int64
+	keep map[Revision]struct{}
+	done chan struct{}
+}
+
+func newCompactor(s *Store) *compactor {
+	c := &compactor{s: s, quit: make(chan struct{}), wake: make(chan struct{}, 1)}
+	c.wg.Add(1)
+	go c.run()
+	return c
+}
+
+// resume finishes a compaction that was scheduled but not finished when the
+// store last closed.
+func (c *compactor) resume() error {
+	rt := c.s.b.Read()
+	finished, err := c.s.readCompactRev(rt, MetaFinishedCompactRev)
+	rt.Close()
+	if err != nil {
+		return err
+	}
+	if scheduled := c.s.CompactRev(); scheduled > finished {
+		c.enqueue(scheduled, c.s.index.keep(scheduled, scheduled))
+	}
+	return nil
+}
+
+func (c *compactor) enqueue(rev int64, keep map[Revision]struct{}) <-chan struct{} {
+	job := compactionJob{rev: rev, keep: keep, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, job)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return job.done
+}
+
+func (c *compactor) run() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		var job *compactionJob
+		if len(c.queue) > 0 {
+			job = &c.queue[0]
+			c.queue = c.queue[1:]
+		}
+		c.mu.Unlock()
+		if job == nil {
+			select {
+			case <-c.quit:
+				return
+			case <-c.wake:
+				continue
+			}
+		}
+		if err := c.compact(*job); err != nil {
+			if err != errCompactionStopped {
+				c.s.log.Error("compaction failed", "rev", job.rev, "err", err)
+			}
+			return
+		}
+		close(job.done)
+	}
+}
+
+var errCompactionStopped = fmt.Errorf("compaction stopped")
+
+// compact deletes the revisions at or before job.rev that are not in
+// job.keep, a batch at a time, then records the compaction as finished.
+func (c *compactor) compact(job compactionJob) error {
+	s := c.s
+	start := RevisionKey(Revision{}, false)
+	end := RevisionKey(Revision{Main: job.rev + 1}, false)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return errCompactionStopped
+		case <-pause.C:
+		}
+		wt := s.b.Write()
+		var doomed [][]byte
+		scanned := 0
+		var last []byte
+		err := wt.Range(BucketKey, start, end, func(k, _ []byte) bool {
+			scanned++
+			last = append(last[:0], k...)
+			rev, _, perr := ParseRevisionKey(k)
+			if _, kept := job.keep[rev]; perr == nil && !kept {
+				doomed = append(doomed, append([]byte(nil), k...))
+			}
+			return scanned < s.cfg.CompactionBatchLimit
+		})
+		for _, k := range doomed {
+			if err == nil {
+				err = wt.Delete(BucketKey, k)
+			}
+		}
+		finished := scanned < s.cfg.CompactionBatchLimit
+		if err == nil && finished {
+			err = wt.Put(BucketMeta, MetaFinishedCompactRev, RevisionKey(Revision{Main: job.rev}, false))
+		}
+		if uerr := wt.Unlock(); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			return fmt.Errorf("compact at %d: %w", job.rev, err)
+		}
+		if finished {
+			return nil
+		}
+		start = append(append([]byte(nil), last...), 0) // the key right after the last one scanned
+		pause.Reset(s.cfg.CompactionPause)
+	}
+}
+
+func (c *compactor) stop() {
+	close(c.quit)
+	c.wg.Wait()
+}

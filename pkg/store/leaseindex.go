@@ -1,0 +1,62 @@
+package store
+
+import "sync"
+
+// leaseIndex tracks which live keys are attached to which lease, so that a
+// lease's keys can be deleted together and listed.
+type leaseIndex struct {
+	mu     sync.RWMutex
+	keys   map[int64]map[string]struct{}
+	leased map[string]int64 // key → its lease, for keys that have one
+}
+
+func newLeaseIndex() *leaseIndex {
+	return &leaseIndex{keys: make(map[int64]map[string]struct{}), leased: make(map[string]int64)}
+}
+
+// attach records that key now belongs to lease (0: to none).
+func (li *leaseIndex) attach(key string, lease int64) {
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	li.detachLocked(key)
+	if lease == 0 {
+		return
+	}
+	set := li.keys[lease]
+	if set == nil {
+		set = make(map[string]struct{})
+		li.keys[lease] = set
+	}
+	set[key] = struct{}{}
+	li.leased[key] = lease
+}
+
+// detach records that key no longer exists.
+func (li *leaseIndex) detach(key string) {
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	li.detachLocked(key)
+}
+
+func (li *leaseIndex) detachLocked(key string) {
+	old, ok := li.leased[key]
+	if !ok {
+		return
+	}
+	delete(li.leased, key)
+	delete(li.keys[old], key)
+	if len(li.keys[old]) == 0 {
+		delete(li.keys, old)
+	}
+}
+
+// keysOf returns the keys attached to lease.
+func (li *leaseIndex) keysOf(lease int64) []string {
+	li.mu.RLock()
+	defer li.mu.RUnlock()
+	keys := make([]string, 0, len(li.keys[lease]))
+	for k := range li.keys[lease] {
+		keys = append(keys, k)
+	}
+	return keys
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// RangeOptions select what a range returns.
+type RangeOptions struct {
+	Limit int64 // at most this many keys; 0 for all
+	Rev   int64 // read at this revision; 0 for the current one
+	Count bool  // count only, return no key-values
+}
+
+// RangeResult is what a range found.
+type RangeResult struct {
+	KVs   []*mvccpb.KeyValue
+	Count int   // keys in the range at Rev, regardless of Limit
+	Rev   int64 // the store's current revision
+}
+
+// ReadTxn is a consistent read view of the store: every range in it sees
+// the store as of the moment it began. It must be ended with End.
+type ReadTxn struct {
+	s          *Store
+	rev        int64
+	compactRev int64
+	rt         *ReadTx
+}
+
+// Read begins a read transaction.
+func (s *Store) Read() *ReadTxn {
+	s.mu.RLock()
+	// Every revision up to rev reached the backend before rev was
+	// published, so a backend view opened afterwards contains it.
+	rev := s.currentRev.Load()
+	return &ReadTxn{s: s, rev: rev, compactRev: s.compactRev, rt: s.b.Read()}
+}
+
+// Rev returns the revision the transaction reads at.
+func (r *ReadTxn) Rev() int64 { return r.rev }
+
+// Range returns the key-values in [key, end) (see RangeOptions); an empty
+// end means the single key, end "\x00" every key from key on.
+func (r *ReadTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, error) {
+	return r.s.rangeKVs(key, end, opts, r.rev, r.compactRev, r.rt.Get)
+}
+
+// End ends the transaction.
+func (r *ReadTxn) End() {
+	r.rt.Close()
+	r.s.mu.RUnlock()
+}
+
+// rangeKVs implements Range for read and write transactions: curRev is the
+// newest revision visible to the caller and get reads the key bucket.
+func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev int64,
+	get func(bucket, key []byte) ([]byte, bool)) (*RangeResult, error) {
+	rev := opts.Rev
+	switch {
+	case rev > curRev:
+		return &RangeResult{Rev: curRev}, ErrFutureRev
+	case rev <= 0:
+		rev = curRev
+	case rev < compactRev:
+		return &RangeResult{Rev: curRev}, ErrCompacted
+	}
+	if opts.Count {
+		return &RangeResult{Count: s.index.countAt(key, end, rev), Rev: curRev}, nil
+	}
+	kas, total := s.index.rangeAt(key, end, rev, int(opts.Limit))
+	res := &RangeResult{KVs: make([]*mvccpb.KeyValue, len(kas)), Count: total, Rev: curRev}
+	revKey := make([]byte, 0, RevisionKeyLen)
+	for i, ka := range kas {
+		revKey = AppendRevisionKey(revKey[:0], ka.mod, false)
+		v, ok := get(BucketKey, revKey)
+		if !ok {
+			return nil, fmt.Errorf("range %q at %d: revision %s of key %q missing from the backend", key, rev, ka.mod, ka.key)
+		}
+		kv := new(mvccpb.KeyValue)
+		if err := UnmarshalKeyValue(v, kv); err != nil {
+			return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
+		}
+		res.KVs[i] = kv
+	}
+	return res, nil
+}

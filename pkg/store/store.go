@@ -1,0 +1,259 @@
+// Package store is cairn's multi-version key-value store: revisions, a key
+// index of generations, a bbolt backend in etcd's layout, compaction, hashing
+// and watches. It is usable on its own; the server drives it from the raft
+// apply loop.
+package store
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Config configures a Store.
+type Config struct {
+	Backend BackendConfig
+	// CompactionBatchLimit is the number of revisions removed per backend
+	// batch during a compaction; reads and writes run between batches.
+	CompactionBatchLimit int
+	// CompactionPause is the pause between two compaction batches.
+	CompactionPause time.Duration
+	Logger          *slog.Logger
+}
+
+// Store is the multi-version key-value store. Its methods are safe for
+// concurrent use; writes are serialised.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	b      *Backend
+	index  *treeIndex
+	leases *leaseIndex
+
+	// mu is held shared by every read and exclusively while a compaction
+	// moves the compacted revision and prunes the index, so a read sees
+	// either the old history or the new compaction point, never a mix.
+	mu         sync.RWMutex
+	compactRev int64 // guarded by mu
+
+	writeMu    sync.Mutex // one write transaction at a time
+	currentRev atomic.Int64
+
+	consistentIndex atomic.Uint64
+	term            atomic.Uint64
+
+	compactor *compactor
+	watch     *watchHub
+
+	closeOnce sync.Once
+}
+
+// Open opens or creates the store in the bbolt file cfg.Backend.Path and
+// rebuilds the key index from it. A file that is not an etcd or cairn data
+// file, or whose contents do not decode, is refused and left untouched.
+func Open(cfg Config) (*Store, error) {
+	if cfg.CompactionBatchLimit <= 0 {
+		cfg.CompactionBatchLimit = 1000
+	}
+	if cfg.CompactionPause <= 0 {
+		cfg.CompactionPause = 10 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Backend.Logger == nil {
+		cfg.Backend.Logger = cfg.Logger
+	}
+	b, err := OpenBackend(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger, b: b, index: newTreeIndex(), leases: newLeaseIndex()}
+	if err := s.init(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Backend.Path, err)
+	}
+	s.watch = newWatchHub(s)
+	s.compactor = newCompactor(s)
+	if err := s.compactor.resume(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Backend.Path, err)
+	}
+	return s, nil
+}
+
+// init checks the file, creates the buckets of a new one and rebuilds the
+// in-memory state. bbolt panics on some corrupt pages; those become errors.
+func (s *Store) init() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt bbolt file: %v", r)
+		}
+	}()
+	if err := s.checkLayout(); err != nil {
+		return err
+	}
+	wt := s.b.Write()
+	for _, bk := range [][]byte{BucketKey, BucketMeta, BucketLease} {
+		if err := wt.CreateBucket(bk); err != nil {
+			wt.Unlock()
+			return err
+		}
+	}
+	if wt.Get(BucketMeta, MetaStorageVersion) == nil {
+		if err := wt.Put(BucketMeta, MetaStorageVersion, []byte(StorageVersion)); err != nil {
+			wt.Unlock()
+			return err
+		}
+	}
+	if err := wt.Unlock(); err != nil {
+		return err
+	}
+	if err := s.b.ForceCommit(); err != nil {
+		return err
+	}
+	return s.rebuild()
+}
+
+// StorageVersion is written to a new file's meta bucket, as etcd 3.7 does.
+const StorageVersion = "3.7.0"
+
+// checkLayout refuses a bbolt file that holds buckets but no meta bucket:
+// it belongs to some other program.
+func (s *Store) checkLayout() error {
+	s.b.dbMu.RLock()
+	defer s.b.dbMu.RUnlock()
+	return s.b.db.View(func(tx *bolt.Tx) error {
+		var names []string
+		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names = append(names, string(name))
+			return nil
+		})
+		if len(names) > 0 && tx.Bucket(BucketMeta) == nil {
+			return fmt.Errorf("not an etcd or cairn data file: no %q bucket (buckets: %q)", BucketMeta, names)
+		}
+		return nil
+	})
+}
+
+// rebuild restores the revision counters, the key index and the lease
+// attachments from the backend.
+func (s *Store) rebuild() error {
+	rt := s.b.Read()
+	defer rt.Close()
+	meta := func(key []byte) (uint64, error) {
+		v, ok := rt.Get(BucketMeta, key)
+		if !ok {
+			return 0, nil
+		}
+		return decodeUint64(string(key), v)
+	}
+	ci, err := meta(MetaConsistentIndex)
+	if err != nil {
+		return err
+	}
+	term, err := meta(MetaTerm)
+	if err != nil {
+		return err
+	}
+	s.consistentIndex.Store(ci)
+	s.term.Store(term)
+
+	scheduled, err := s.readCompactRev(rt, MetaScheduledCompactRev)
+	if err != nil {
+		return err
+	}
+	s.compactRev = scheduled
+
+	current := int64(1)
+	kv := new(mvccpb.KeyValue)
+	var rangeErr error
+	err = rt.Range(BucketKey, nil, nil, func(k, v []byte) bool {
+		rev, tomb, err := ParseRevisionKey(k)
+		if err != nil {
+			rangeErr = err
+			return false
+		}
+		if err := UnmarshalKeyValue(v, kv); err != nil {
+			rangeErr = fmt.Errorf("revision %s: value is not a KeyValue: %w", rev, err)
+			return false
+		}
+		if len(kv.Key) == 0 {
+			rangeErr = fmt.Errorf("revision %s: KeyValue has an empty key", rev)
+			return false
+		}
+		s.index.restore(kv.Key, rev, tomb, kv.CreateRevision, kv.Version)
+		if tomb {
+			s.leases.detach(string(kv.Key))
+		} else {
+			s.leases.attach(string(kv.Key), kv.Lease)
+		}
+		current = max(current, rev.Main)
+		return true
+	})
+	if err == nil {
+		err = rangeErr
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	if s.compactRev > 0 {
+		s.index.compact(s.compactRev)
+	}
+	s.currentRev.Store(max(current, s.compactRev))
+	return nil
+}
+
+// readCompactRev reads a 17-byte revision from the meta bucket (0 if absent).
+func (s *Store) readCompactRev(rt *ReadTx, key []byte) (int64, error) {
+	v, ok := rt.Get(BucketMeta, key)
+	if !ok {
+		return 0, nil
+	}
+	rev, _, err := ParseRevisionKey(v)
+	if err != nil {
+		return 0, fmt.Errorf("meta %s: %w", key, err)
+	}
+	return rev.Main, nil
+}
+
+// Rev returns the current revision.
+func (s *Store) Rev() int64 { return s.currentRev.Load() }
+
+// CompactRev returns the revision of the latest compaction (0 if none).
+func (s *Store) CompactRev() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.compactRev
+}
+
+// ConsistentIndex returns the raft index and term of the last entry applied
+// to the store, as recorded with SetConsistentIndex.
+func (s *Store) ConsistentIndex() (index, term uint64) {
+	return s.consistentIndex.Load(), s.term.Load()
+}
+
+// Backend gives access to the bbolt file, for the buckets that other
+// packages own (lease, auth, members, ...).
+func (s *Store) Backend() *Backend { return s.b }
+
+// Close stops the store's background work and closes the file. A pending
+// compaction resumes on the next Open.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.watch != nil {
+			s.watch.close()
+		}
+		if s.compactor != nil {
+			s.compactor.stop()
+		}
+		err = s.b.Close()
+	})
+	return err
+}

@@ -1,0 +1,189 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// syncInterval is how often unsynced watchers are caught up when nothing
+// wakes the loop earlier.
+const syncInterval = 100 * time.Millisecond
+
+func (h *watchHub) syncLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(syncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-t.C:
+		case <-h.wake:
+		}
+		for h.syncRound() {
+			select {
+			case <-h.quit:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// syncRound moves unsynced watchers forward through the history and reports
+// whether another round would make progress at once. The bulk of the
+// history is read without holding the hub's lock; only the last stretch,
+// up to the revision writers have notified, is read under it, so that a
+// watcher joins the synced set with nothing missed and nothing repeated.
+func (h *watchHub) syncRound() bool {
+	h.mu.Lock()
+	ws := make([]*watcher, 0, len(h.unsynced))
+	minRev := int64(0)
+	for w := range h.unsynced {
+		ws = append(ws, w)
+		if minRev == 0 || w.minRev < minRev {
+			minRev = w.minRev
+		}
+	}
+	target := h.notifiedRev
+	h.mu.Unlock()
+	if len(ws) == 0 {
+		return false
+	}
+
+	if h.endCompacted(ws) {
+		return true
+	}
+	// Catch up in bounded steps while far behind.
+	if target-minRev >= historyRevsPerRound {
+		upTo := minRev + historyRevsPerRound - 1
+		evs, err := h.s.history(minRev, upTo)
+		if err != nil {
+			h.s.log.Error("watch history read failed", "from", minRev, "to", upTo, "err", err)
+			return false
+		}
+		h.mu.Lock()
+		progressed := false
+		for _, w := range ws {
+			if _, still := h.unsynced[w]; still && w.minRev <= upTo {
+				progressed = h.deliver(w, evs, upTo) || progressed
+			}
+		}
+		h.mu.Unlock()
+		return progressed
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	target = h.notifiedRev
+	evs, err := h.s.history(minRev, target)
+	if err != nil {
+		h.s.log.Error("watch history read failed", "from", minRev, "to", target, "err", err)
+		return false
+	}
+	for _, w := range ws {
+		if _, still := h.unsynced[w]; !still {
+			continue
+		}
+		if h.deliver(w, evs, target) {
+			delete(h.unsynced, w)
+			h.addSynced(w)
+		}
+	}
+	return false
+}
+
+// endCompacted ends the watchers whose next revision has been compacted
+// away, telling each the compaction revision. It reports whether any were.
+func (h *watchHub) endCompacted(ws []*watcher) bool {
+	compactRev := h.s.CompactRev()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ended := false
+	for _, w := range ws {
+		if _, still := h.unsynced[w]; !still || w.minRev >= compactRev {
+			continue
+		}
+		if h.trySend(w.stream, WatchResponse{WatchID: w.id, CompactRevision: compactRev, Revision: h.notifiedRev}) {
+			h.remove(w)
+			ended = true
+		}
+	}
+	return ended
+}
+
+// deliver sends w the events of evs in [w.minRev, upTo] that it watches, a
+// few whole revisions per response, and advances w.minRev past what was
+// sent. It reports whether w got everything up to upTo.
+func (h *watchHub) deliver(w *watcher, evs []*mvccpb.Event, upTo int64) bool {
+	var batch []*mvccpb.Event
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		last := batch[len(batch)-1].Kv.ModRevision
+		resp := WatchResponse{WatchID: w.id, Events: h.withPrevKV(w, batch), Revision: upTo}
+		if !h.trySend(w.stream, resp) {
+			return false
+		}
+		w.minRev = last + 1
+		batch = nil
+		return true
+	}
+	for _, ev := range evs {
+		rev := ev.Kv.ModRevision
+		if rev < w.minRev || !w.matches(ev.Kv.Key) || !w.opts.wants(ev) {
+			continue
+		}
+		if len(batch) >= maxEventsPerResponse && batch[len(batch)-1].Kv.ModRevision != rev {
+			if !flush() {
+				return false
+			}
+		}
+		batch = append(batch, ev)
+	}
+	if !flush() {
+		return false
+	}
+	w.minRev = max(w.minRev, upTo+1)
+	return true
+}
+
+// history returns the events of revisions [from, to] in revision order, as
+// recorded in the backend.
+func (s *Store) history(from, to int64) ([]*mvccpb.Event, error) {
+	if from > to {
+		return nil, nil
+	}
+	r := s.Read()
+	defer r.End()
+	var evs []*mvccpb.Event
+	var decodeErr error
+	start := RevisionKey(Revision{Main: from}, false)
+	end := RevisionKey(Revision{Main: to + 1}, false)
+	err := r.rt.Range(BucketKey, start, end, func(k, v []byte) bool {
+		rev, tomb, err := ParseRevisionKey(k)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		kv := new(mvccpb.KeyValue)
+		if err := UnmarshalKeyValue(v, kv); err != nil {
+			decodeErr = fmt.Errorf("revision %s: %w", rev, err)
+			return false
+		}
+		ev := &mvccpb.Event{Type: mvccpb.PUT, Kv: kv}
+		if tomb {
+			ev.Type = mvccpb.DELETE
+			kv.ModRevision = rev.Main
+		}
+		evs = append(evs, ev)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return evs, err
+}

@@ -1,0 +1,155 @@
+package store
+
+import "go.etcd.io/etcd/api/v3/mvccpb"
+
+// WriteTxn is one mutating request: all its changes share one main
+// revision (sub-revisions 0, 1, 2...), become visible together at End and
+// reach watchers as one batch. Ranges inside it see its own changes.
+type WriteTxn struct {
+	s        *Store
+	wt       *WriteTx
+	beginRev int64
+	changes  []*mvccpb.Event
+	err      error // the first backend failure; the txn is void
+}
+
+// Write begins a write transaction; it must be ended with End.
+func (s *Store) Write() *WriteTxn {
+	s.writeMu.Lock()
+	return &WriteTxn{s: s, wt: s.b.Write(), beginRev: s.currentRev.Load()}
+}
+
+// Rev returns the revision of the store as this transaction sees it: the
+// revision it will commit if it has changed anything, else the current one.
+func (w *WriteTxn) Rev() int64 {
+	if len(w.changes) > 0 {
+		return w.beginRev + 1
+	}
+	return w.beginRev
+}
+
+// Range reads inside the transaction, seeing its own changes.
+func (w *WriteTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, error) {
+	w.s.mu.RLock()
+	compactRev := w.s.compactRev
+	w.s.mu.RUnlock()
+	get := func(bucket, key []byte) ([]byte, bool) {
+		v := w.wt.Get(bucket, key)
+		return v, v != nil
+	}
+	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, get)
+}
+
+func (w *WriteTxn) nextRevision() Revision {
+	return Revision{Main: w.beginRev + 1, Sub: int64(len(w.changes))}
+}
+
+// Put sets key to value, attached to lease (0: none), and returns the new
+// key-value.
+func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error) {
+	if len(key) == 0 {
+		return nil, ErrEmptyKey
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	rev := w.nextRevision()
+	kv := &mvccpb.KeyValue{Key: key, Value: value, CreateRevision: rev.Main, ModRevision: rev.Main, Version: 1, Lease: lease}
+	if cur, ok := w.s.index.get(key, rev.Main); ok {
+		kv.CreateRevision = cur.created.Main
+		kv.Version = cur.version + 1
+	}
+	if err := w.wt.Put(BucketKey, RevisionKey(rev, false), MarshalKeyValue(kv)); err != nil {
+		w.err = err
+		return nil, err
+	}
+	w.s.index.put(key, rev)
+	w.s.leases.attach(string(key), lease)
+	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
+	return kv, nil
+}
+
+// DeleteRange deletes the keys in [key, end) that exist and returns their
+// last key-values.
+func (w *WriteTxn) DeleteRange(key, end []byte) ([]*mvccpb.KeyValue, error) {
+	if len(key) == 0 {
+		return nil, ErrEmptyKey
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	res, err := w.Range(key, end, RangeOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, prev := range res.KVs {
+		if err := w.deleteKey(prev.Key); err != nil {
+			return nil, err
+		}
+	}
+	return res.KVs, nil
+}
+
+// deleteKey writes the tombstone of an existing key.
+func (w *WriteTxn) deleteKey(key []byte) error {
+	rev := w.nextRevision()
+	if err := w.wt.Put(BucketKey, RevisionKey(rev, true), MarshalKeyValue(&mvccpb.KeyValue{Key: key})); err != nil {
+		w.err = err
+		return err
+	}
+	w.s.index.tombstone(key, rev)
+	w.s.leases.detach(string(key))
+	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: key, ModRevision: rev.Main}})
+	return nil
+}
+
+// DeleteLease deletes every key attached to lease, in this one revision.
+func (w *WriteTxn) DeleteLease(lease int64) ([]*mvccpb.KeyValue, error) {
+	var deleted []*mvccpb.KeyValue
+	for _, key := range w.s.leases.keysOf(lease) {
+		kvs, err := w.DeleteRange([]byte(key), nil)
+		if err != nil {
+			return deleted, err
+		}
+		deleted = append(deleted, kvs...)
+	}
+	return deleted, nil
+}
+
+// SetConsistentIndex records the raft index and term of the entry this
+// transaction applies, in the same backend batch as its changes.
+func (w *WriteTxn) SetConsistentIndex(index, term uint64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.wt.Put(BucketMeta, MetaConsistentIndex, encodeUint64(index)); err != nil {
+		w.err = err
+		return err
+	}
+	if err := w.wt.Put(BucketMeta, MetaTerm, encodeUint64(term)); err != nil {
+		w.err = err
+		return err
+	}
+	w.s.consistentIndex.Store(index)
+	w.s.term.Store(term)
+	return nil
+}
+
+// Backend gives the transaction's backend writer, for buckets that other
+// packages own; their writes land in the same batch.
+func (w *WriteTxn) Backend() *WriteTx { return w.wt }
+
+// End publishes the transaction's changes, hands them to watchers and lets
+// the next writer in. It returns a backend failure, if any occurred.
+func (w *WriteTxn) End() error {
+	defer w.s.writeMu.Unlock()
+	if len(w.changes) > 0 && w.err == nil {
+		rev := w.beginRev + 1
+		w.s.currentRev.Store(rev)
+		w.s.watch.notify(rev, w.changes)
+	}
+	if err := w.wt.Unlock(); err != nil && w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
