@@ -135,8 +135,8 @@ func (b *Backend) commitLoop() {
 
 // commitLocked commits the open batch and starts the next one. batchMu is held.
 func (b *Backend) commitLocked() error {
-	if b.failed != nil {
-		return b.failed
+	if b.failed != nil || b.pending == 0 {
+		return b.failed // nothing to commit: leave the file untouched
 	}
 	if err := b.tx.Commit(); err != nil {
 		b.failed = fmt.Errorf("commit %s: %w", b.cfg.Path, err)
@@ -193,7 +193,10 @@ func (wt *WriteTx) CreateBucket(bucket []byte) error {
 	if err := wt.usable(); err != nil {
 		return err
 	}
-	if _, err := wt.b.tx.CreateBucketIfNotExists(bucket); err != nil {
+	if wt.b.tx.Bucket(bucket) != nil {
+		return nil
+	}
+	if _, err := wt.b.tx.CreateBucket(bucket); err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucket, err)
 	}
 	wt.writes++
@@ -519,7 +522,7 @@ func (b *Backend) Close() error {
 	}
 	close(b.stop)
 	err := b.commitLocked()
-	if b.tx != nil {
+	if b.tx != nil { // empty, or the commit failed
 		b.tx.Rollback()
 	}
 	b.tx = nil

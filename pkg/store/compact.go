@@ -43,6 +43,8 @@ type compactor struct {
 	mu    sync.Mutex
 	queue []compactionJob
 	wake  chan struct{}
+	// resumed closes when the compaction resumed at open is done (nil if none).
+	resumed <-chan struct{}
 }
 
 type compactionJob struct {
@@ -68,7 +70,7 @@ func (c *compactor) resume() error {
 		return err
 	}
 	if scheduled := c.s.CompactRev(); scheduled > finished {
-		c.enqueue(scheduled, c.s.index.keep(scheduled, scheduled))
+		c.resumed = c.enqueue(scheduled, c.s.index.keep(scheduled, scheduled))
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ var modelSeed = flag.Int64("store.seed", 0, "seed of TestModel (0: time-based)")
 
 // modelKV is a key's state in the reference model.
 type modelKV struct {
-	value                  string
+	value                   string
 	create, mod, ver, lease int64
 }
 

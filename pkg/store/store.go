@@ -98,6 +98,11 @@ func (s *Store) init() (err error) {
 	if err := s.checkLayout(); err != nil {
 		return err
 	}
+	// Rebuild before writing anything, so that a file that does not decode
+	// is left as it was.
+	if err := s.rebuild(); err != nil {
+		return err
+	}
 	wt := s.b.Write()
 	for _, bk := range [][]byte{BucketKey, BucketMeta, BucketLease} {
 		if err := wt.CreateBucket(bk); err != nil {
@@ -114,10 +119,7 @@ func (s *Store) init() (err error) {
 	if err := wt.Unlock(); err != nil {
 		return err
 	}
-	if err := s.b.ForceCommit(); err != nil {
-		return err
-	}
-	return s.rebuild()
+	return s.b.ForceCommit()
 }
 
 // StorageVersion is written to a new file's meta bucket, as etcd 3.7 does.
