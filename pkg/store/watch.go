@@ -36,12 +36,14 @@ type WatchResponse struct {
 
 // Errors of watch streams.
 var (
-	ErrWatcherNotFound    = errors.New("mvcc: watcher not found")
-	ErrDuplicateWatchID   = errors.New("mvcc: duplicate watch ID provided on the WatchStream")
-	ErrWatchStreamClosed  = errors.New("mvcc: watch stream closed")
-	ErrEmptyWatcherRange  = errors.New("mvcc: watcher range is empty")
-	watchStreamBufferSize = 128
+	ErrWatcherNotFound   = errors.New("mvcc: watcher not found")
+	ErrDuplicateWatchID  = errors.New("mvcc: duplicate watch ID provided on the WatchStream")
+	ErrWatchStreamClosed = errors.New("mvcc: watch stream closed")
+	ErrEmptyWatcherRange = errors.New("mvcc: watcher range is empty")
 )
+
+// watchStreamBufferSize is how many responses a stream holds for its reader.
+const watchStreamBufferSize = 128
 
 // Sizes of history catch-up: revisions read per round, events per response.
 const (

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+var benchValue = make([]byte, 256)
+
+func BenchmarkPut(b *testing.B) {
+	s := openTestStore(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "key-%07d", i%100000), Value: benchValue}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchStoreWithKeys(b *testing.B, n int) *Store {
+	s := openTestStore(b)
+	for i := 0; i < n; i++ {
+		if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "key-%07d", i), Value: benchValue}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+func BenchmarkRangeSingleKey(b *testing.B) {
+	s := benchStoreWithKeys(b, 10000)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		resp, err := s.Range(&pb.RangeRequest{Key: fmt.Appendf(nil, "key-%07d", i%10000)})
+		if err != nil || len(resp.Kvs) != 1 {
+			b.Fatal(resp, err)
+		}
+	}
+}
+
+func BenchmarkRange1000Keys(b *testing.B) {
+	s := benchStoreWithKeys(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := s.Range(&pb.RangeRequest{Key: []byte("key-0001000"), RangeEnd: []byte("key-0002000")})
+		if err != nil || len(resp.Kvs) != 1000 {
+			b.Fatal(len(resp.Kvs), err)
+		}
+	}
+}
+
+func BenchmarkTxn(b *testing.B) {
+	s := benchStoreWithKeys(b, 1000)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k := fmt.Appendf(nil, "key-%07d", i%1000)
+		_, err := s.Txn(&pb.TxnRequest{
+			Compare: []*pb.Compare{{Key: k, Target: pb.Compare_VERSION, Result: pb.Compare_GREATER, TargetUnion: &pb.Compare_Version{Version: 0}}},
+			Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k, Value: benchValue}}}},
+			Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: k}}}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWatchFanOut measures one put delivered to 1,000 watchers of the
+// key, each on a stream of its own, read by one goroutine per stream.
+func BenchmarkWatchFanOut(b *testing.B) {
+	s := openTestStore(b)
+	const watchers = 1000
+	received := make(chan struct{}, watchers)
+	for i := 0; i < watchers; i++ {
+		ws := s.NewWatchStream()
+		b.Cleanup(ws.Close)
+		ws.Watch(AutoWatchID, []byte("hot"), nil, 0, WatchOptions{})
+		go func() {
+			for resp := range ws.Chan() {
+				for range resp.Events {
+					received <- struct{}{}
+				}
+			}
+		}()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Put(&pb.PutRequest{Key: []byte("hot"), Value: benchValue}); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < watchers; i++ {
+			<-received
+		}
+	}
+}
+
+// BenchmarkIndexRebuild1M measures opening a file of 1,000,000 revisions
+// (100,000 keys, 10 revisions each): reading the key bucket and rebuilding
+// the key index.
+func BenchmarkIndexRebuild1M(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "db")
+	s, err := Open(Config{Backend: BackendConfig{Path: path, BatchLimit: 100000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const revisions = 1000000
+	for i := 0; i < revisions; i++ {
+		if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "key-%07d", i%100000), Value: benchValue[:16]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	for b.Loop() {
+		s, err := Open(Config{Backend: BackendConfig{Path: path}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Rev() != revisions+1 {
+			b.Fatalf("rev %d", s.Rev())
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkIndexHeap1MKeys reports the heap taken by the key index of
+// 1,000,000 keys with one revision each.
+func BenchmarkIndexHeap1MKeys(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ti := newTreeIndex()
+		for i := 0; i < 1000000; i++ {
+			ti.put(fmt.Appendf(nil, "/registry/pods/ns-%03d/pod-%07d", i%1000, i), Revision{Main: int64(i + 2)})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MB-heap")
+		runtime.KeepAlive(ti)
+	}
+}
