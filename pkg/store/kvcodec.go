@@ -59,6 +59,9 @@ func UnmarshalKeyValue(data []byte, kv *mvccpb.KeyValue) error {
 		if n < 0 {
 			return fmt.Errorf("decode KeyValue: %w", protowire.ParseError(n))
 		}
+		if num > protowire.MaxValidNumber {
+			return fmt.Errorf("decode KeyValue: field number %d out of range", num)
+		}
 		data = data[n:]
 		switch {
 		case (num == kvFieldKey || num == kvFieldValue) && typ == protowire.BytesType:
