@@ -1,0 +1,102 @@
+package snapfmt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// A snapshot db file (the output of `snapshot save`) is the bbolt file as the
+// Maintenance.Snapshot stream sent it, followed by the sha256 of those bytes.
+
+// TrailerSize is the size of the sha256 trailer of a snapshot db file.
+const TrailerSize = sha256.Size
+
+// HasTrailer reports whether a snapshot db file of this size carries a sha256
+// trailer, as etcd decides it: a bbolt file is a whole number of pages, so its
+// size is a multiple of 512, and 32 more means a trailer.
+func HasTrailer(size int64) bool { return size%512 == TrailerSize }
+
+// VerifyTrailer checks the sha256 trailer of the snapshot db file at path,
+// reading it once, in constant memory.
+func VerifyTrailer(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("verify snapshot db %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("verify snapshot db %s: %w", path, err)
+	}
+	if err := copyVerified(io.Discard, f, st.Size()); err != nil {
+		return fmt.Errorf("verify snapshot db %s: %w", path, err)
+	}
+	return nil
+}
+
+// copyVerified copies the db part of a snapshot db file of size bytes from r
+// to w and checks the trailer that follows it.
+func copyVerified(w io.Writer, r io.Reader, size int64) error {
+	if !HasTrailer(size) {
+		return fmt.Errorf("%w: size %d", ErrNoTrailer, size)
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(io.MultiWriter(w, h), r, size-TrailerSize); err != nil {
+		return err
+	}
+	return checkTrailer(h, r)
+}
+
+func checkTrailer(h hash.Hash, r io.Reader) error {
+	var trailer [TrailerSize]byte
+	if _, err := io.ReadFull(r, trailer[:]); err != nil {
+		return fmt.Errorf("read trailer: %w", err)
+	}
+	if sum := h.Sum(nil); !bytes.Equal(sum, trailer[:]) {
+		return fmt.Errorf("%w: trailer %x, db hashes to %x", ErrTrailerMismatch, trailer, sum)
+	}
+	return nil
+}
+
+// StripTrailer checks the trailer of the snapshot db file src and writes the
+// bbolt file without it to dst (through dst.tmp, fsynced, renamed). On any
+// error dst is left untouched.
+func StripTrailer(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("strip snapshot db %s: %w", src, err)
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("strip snapshot db %s: %w", src, err)
+	}
+	tmp := dst + tmpExt
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
+	if err != nil {
+		return fmt.Errorf("strip snapshot db %s: %w", src, err)
+	}
+	err = copyVerified(out, in, st.Size())
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("strip snapshot db %s to %s: %w", src, dst, err)
+	}
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return fmt.Errorf("strip snapshot db %s to %s: %w", src, dst, err)
+	}
+	return nil
+}

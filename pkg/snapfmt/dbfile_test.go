@@ -1,0 +1,73 @@
+package snapfmt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fixtureDB is the output of `etcdctl snapshot save` against etcd 3.7.3
+// (copied from shared/fixtures/etcd-3.7.3/snapshot.db).
+const fixtureDB = "testdata/snapshot.db"
+
+func TestFixtureDBTrailer(t *testing.T) {
+	orig := readFile(t, fixtureDB)
+	if len(orig) != 28704 || !HasTrailer(int64(len(orig))) {
+		t.Fatalf("fixture of %d bytes: trailer %v", len(orig), HasTrailer(int64(len(orig))))
+	}
+	if err := VerifyTrailer(fixtureDB); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "db")
+	if err := StripTrailer(fixtureDB, dst); err != nil {
+		t.Fatal(err)
+	}
+	db := readFile(t, dst)
+	if len(db) != 28672 || !bytes.Equal(db, orig[:28672]) || HasTrailer(int64(len(db))) {
+		t.Errorf("stripped file of %d bytes", len(db))
+	}
+	sum := sha256.Sum256(db)
+	if !bytes.Equal(sum[:], orig[28672:]) {
+		t.Error("trailer is not the sha256 of the db")
+	}
+	// The stripped file is a bbolt file: its first meta page has the magic.
+	if magic := binary.LittleEndian.Uint32(db[16:]); magic != 0xED0CDAED {
+		t.Errorf("no bbolt magic: %#x", magic)
+	}
+	if err := VerifyTrailer(dst); !errors.Is(err, ErrNoTrailer) {
+		t.Errorf("file without trailer: %v", err)
+	}
+	if err := StripTrailer(dst, dst+".2"); !errors.Is(err, ErrNoTrailer) {
+		t.Errorf("strip without trailer: %v", err)
+	}
+}
+
+func TestDBTrailerMismatch(t *testing.T) {
+	dir := t.TempDir()
+	b := readFile(t, fixtureDB)
+	b[5000] ^= 0xff
+	src := filepath.Join(dir, "snapshot.db")
+	writeFile(t, src, b)
+	if err := VerifyTrailer(src); !errors.Is(err, ErrTrailerMismatch) {
+		t.Errorf("verify: %v", err)
+	}
+	dst := filepath.Join(dir, "db")
+	if err := StripTrailer(src, dst); !errors.Is(err, ErrTrailerMismatch) {
+		t.Errorf("strip: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("failed strip left %d files", len(ents))
+	}
+}
+
+func TestHasTrailer(t *testing.T) {
+	for size, want := range map[int64]bool{0: false, 32: true, 4096: false, 4096 + 32: true, 4096 + 31: false, 512*7 + 32: true} {
+		if HasTrailer(size) != want {
+			t.Errorf("HasTrailer(%d) = %v", size, !want)
+		}
+	}
+}
