@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // leaseIndex tracks which live keys are attached to which lease, so that a
 // lease's keys can be deleted together and listed.
@@ -50,13 +53,15 @@ func (li *leaseIndex) detachLocked(key string) {
 	}
 }
 
-// keysOf returns the keys attached to lease.
+// keysOf returns the keys attached to lease, in key order: deleting them
+// in that order gives every member the same sub-revisions.
 func (li *leaseIndex) keysOf(lease int64) []string {
 	li.mu.RLock()
-	defer li.mu.RUnlock()
 	keys := make([]string, 0, len(li.keys[lease]))
 	for k := range li.keys[lease] {
 		keys = append(keys, k)
 	}
+	li.mu.RUnlock()
+	slices.Sort(keys)
 	return keys
 }

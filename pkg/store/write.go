@@ -103,7 +103,8 @@ func (w *WriteTxn) deleteKey(key []byte) error {
 	return nil
 }
 
-// DeleteLease deletes every key attached to lease, in this one revision.
+// DeleteLease deletes every key attached to lease, in this one revision,
+// in key order.
 func (w *WriteTxn) DeleteLease(lease int64) ([]*mvccpb.KeyValue, error) {
 	var deleted []*mvccpb.KeyValue
 	for _, key := range w.s.leases.keysOf(lease) {

@@ -1,0 +1,34 @@
+package lease
+
+// Renew (keepalive) restarts lease id's clock with its full TTL and returns
+// that TTL. Only the primary renews: elsewhere it returns ErrNotPrimary and
+// the server forwards the keepalive to the leader. A lease that has expired
+// is not renewed (ErrLeaseNotFound): its revoke is on its way.
+//
+// A checkpointed remaining TTL no longer holds once the lease is renewed:
+// the primary drops it at once and queues a checkpoint clearing it, which
+// the next CheckpointsDue returns for the server to propose.
+func (l *Lessor) Renew(id int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return 0, ErrNotPrimary
+	}
+	ls, ok := l.leases[id]
+	if !ok {
+		return 0, ErrLeaseNotFound
+	}
+	now := l.cfg.Now()
+	if !now.Before(ls.expiry) {
+		return 0, ErrLeaseNotFound
+	}
+	if ls.remaining > 0 {
+		ls.remaining = 0
+		if !ls.clearQueued {
+			ls.clearQueued = true
+			l.clears = append(l.clears, id)
+		}
+	}
+	l.startClockLocked(ls, now)
+	return ls.ttl, nil
+}
