@@ -14,6 +14,10 @@ const (
 	APIVersion = "3.7"
 	// StorageVersion is written to the meta bucket, as etcd 3.7 does.
 	StorageVersion = "3.7.0"
+	// ServerVersion is the etcd release whose API and behaviour cairn
+	// matches; Maintenance.Status reports it so that clients that check
+	// versions treat cairn as that etcd.
+	ServerVersion = "3.7.3"
 )
 
 // GitCommit is the VCS revision the binary was built from, or "unknown".

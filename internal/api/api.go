@@ -1,0 +1,168 @@
+// Package api serves the etcd v3 gRPC services (KV, Watch, Lease, Cluster,
+// Maintenance) of one member on its client URLs, and /health, /livez,
+// /readyz and /metrics over HTTP on the same ports.
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+// API is the client-facing side of a member.
+type API struct {
+	s    *server.Server
+	log  *slog.Logger
+	grpc *grpc.Server
+	http *http.Server
+	lns  []net.Listener
+	wg   sync.WaitGroup
+}
+
+// New builds the services of member s.
+func New(s *server.Server, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &API{s: s, log: log}
+	a.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
+		grpc.MaxSendMsgSize(1<<31-1),
+		grpc.MaxConcurrentStreams(1<<31-1),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
+	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
+	pb.RegisterLeaseServer(a.grpc, &leaseServer{a: a})
+	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
+	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
+	a.http = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+	return a
+}
+
+// Serve listens on every client URL; gRPC (HTTP/2) and HTTP/1 share a port.
+func (a *API) Serve(clientURLs []string) error {
+	for _, u := range clientURLs {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", pu.Host)
+		if err != nil {
+			return fmt.Errorf("listen on client URL %s: %w", u, err)
+		}
+		a.lns = append(a.lns, ln)
+		grpcL, httpL := splitListener(ln)
+		a.wg.Add(2)
+		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
+		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
+	}
+	return nil
+}
+
+// Stop closes the listeners and ends every RPC.
+func (a *API) Stop() {
+	for _, ln := range a.lns {
+		ln.Close()
+	}
+	a.grpc.Stop()
+	a.http.Close()
+	a.wg.Wait()
+}
+
+// header is the response header of this member at revision rev.
+func (a *API) header(rev int64) *pb.ResponseHeader {
+	if rev == 0 {
+		rev = a.s.Store().Rev()
+	}
+	return &pb.ResponseHeader{ClusterId: a.s.ClusterID(), MemberId: a.s.ID(), Revision: rev, RaftTerm: a.s.Term()}
+}
+
+// fillHeader completes a header the store or apply loop started.
+func (a *API) fillHeader(h **pb.ResponseHeader) {
+	rev := int64(0)
+	if *h != nil {
+		rev = (*h).Revision
+	}
+	*h = a.header(rev)
+}
+
+// http2Preface starts every HTTP/2 connection, hence every gRPC one.
+var http2Preface = []byte("PRI * HTTP/2.0")
+
+// splitListener hands connections that start with the HTTP/2 preface to one
+// listener and the others to a second one.
+func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
+	g := &chanListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
+	h := &chanListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
+	go func() {
+		defer g.close()
+		defer h.close()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				br := bufio.NewReader(c)
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				head, err := br.Peek(len(http2Preface))
+				c.SetReadDeadline(time.Time{})
+				if err != nil && len(head) == 0 {
+					c.Close()
+					return
+				}
+				pc := &peekedConn{Conn: c, r: br}
+				target := h
+				if bytes.Equal(head, http2Preface) {
+					target = g
+				}
+				select {
+				case target.conns <- pc:
+				case <-target.done:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	return g, h
+}
+
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+type chanListener struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) close()         { l.once.Do(func() { close(l.done) }) }
+func (l *chanListener) Close() error   { l.close(); return nil }
+func (l *chanListener) Addr() net.Addr { return l.addr }

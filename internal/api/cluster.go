@@ -1,0 +1,67 @@
+package api
+
+import (
+	"context"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+type clusterServer struct {
+	pb.UnimplementedClusterServer
+	a *API
+}
+
+func toPBMember(m server.Member) *pb.Member {
+	return &pb.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}
+}
+
+func toPBMembers(ms []server.Member) []*pb.Member {
+	out := make([]*pb.Member, len(ms))
+	for i, m := range ms {
+		out[i] = toPBMember(m)
+	}
+	return out
+}
+
+func (c *clusterServer) MemberAdd(ctx context.Context, req *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	m, all, err := c.a.s.MemberAdd(ctx, req.PeerURLs, req.IsLearner)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.MemberAddResponse{Header: c.a.header(0), Member: toPBMember(m), Members: toPBMembers(all)}, nil
+}
+
+func (c *clusterServer) MemberRemove(ctx context.Context, req *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	all, err := c.a.s.MemberRemove(ctx, req.ID)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.MemberRemoveResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+}
+
+func (c *clusterServer) MemberUpdate(ctx context.Context, req *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
+	all, err := c.a.s.MemberUpdate(ctx, req.ID, req.PeerURLs)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.MemberUpdateResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+}
+
+func (c *clusterServer) MemberList(ctx context.Context, req *pb.MemberListRequest) (*pb.MemberListResponse, error) {
+	if req.Linearizable {
+		if err := c.a.s.LinearizableReadNotify(ctx); err != nil {
+			return nil, toGRPC(err)
+		}
+	}
+	return &pb.MemberListResponse{Header: c.a.header(0), Members: toPBMembers(c.a.s.Members())}, nil
+}
+
+func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
+	all, err := c.a.s.MemberPromote(ctx, req.ID)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.MemberPromoteResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+}

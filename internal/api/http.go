@@ -1,0 +1,32 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// httpHandler serves health over HTTP/1 on the client port.
+func (a *API) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	health := func(w http.ResponseWriter, r *http.Request) {
+		healthy, reason := true, ""
+		if a.s.Leader() == 0 {
+			healthy, reason = false, "RAFT NO LEADER"
+		}
+		for _, al := range a.s.Alarms() {
+			healthy, reason = false, "ALARM "+al.Alarm.String()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if !healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(map[string]string{"health": strconv.FormatBool(healthy), "reason": reason})
+	}
+	mux.HandleFunc("/health", health)
+	mux.HandleFunc("/readyz", health)
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	return mux
+}

@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+type kvServer struct {
+	pb.UnimplementedKVServer
+	a *API
+}
+
+// propose sends a write through raft after the checks etcd makes at the API:
+// a learner takes no writes, and a write must fit in the quota.
+func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.Message, error) {
+	if a.s.IsLearner() {
+		return nil, rpctypes.ErrGRPCNotSupportedForLearner
+	}
+	if err := a.s.CheckQuota(ctx, req); err != nil {
+		return nil, toGRPC(err)
+	}
+	resp, err := a.s.Propose(ctx, req)
+	return resp, toGRPC(err)
+}
+
+func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	if !req.Serializable && k.a.s.IsLearner() {
+		return nil, rpctypes.ErrGRPCNotSupportedForLearner
+	}
+	if !req.Serializable {
+		if err := k.a.s.LinearizableReadNotify(ctx); err != nil {
+			return nil, toGRPC(err)
+		}
+	}
+	resp, err := k.a.s.Store().Range(req)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	k.a.fillHeader(&resp.Header)
+	return resp, nil
+}
+
+// rangeStreamChunk is the number of key-values per RangeStream message.
+const rangeStreamChunk = 1000
+
+func (k *kvServer) RangeStream(req *pb.RangeRequest, stream grpc.ServerStreamingServer[pb.RangeStreamResponse]) error {
+	resp, err := k.Range(stream.Context(), req)
+	if err != nil {
+		return err
+	}
+	kvs := resp.Kvs
+	for len(kvs) > rangeStreamChunk {
+		if err := stream.Send(&pb.RangeStreamResponse{RangeResponse: &pb.RangeResponse{Kvs: kvs[:rangeStreamChunk]}}); err != nil {
+			return err
+		}
+		kvs = kvs[rangeStreamChunk:]
+	}
+	resp.Kvs = kvs
+	return stream.Send(&pb.RangeStreamResponse{RangeResponse: resp})
+}
+
+func (k *kvServer) Put(ctx context.Context, req *pb.PutRequest) (*pb.PutResponse, error) {
+	if err := store.ValidatePut(req); err != nil {
+		return nil, toGRPC(err)
+	}
+	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{Put: req})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*pb.PutResponse)
+	k.a.fillHeader(&r.Header)
+	return r, nil
+}
+
+func (k *kvServer) DeleteRange(ctx context.Context, req *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	if len(req.Key) == 0 {
+		return nil, toGRPC(store.ErrEmptyKey)
+	}
+	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{DeleteRange: req})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*pb.DeleteRangeResponse)
+	k.a.fillHeader(&r.Header)
+	return r, nil
+}
+
+func (k *kvServer) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
+	if err := store.ValidateTxn(req, k.a.s.Config().MaxTxnOps); err != nil {
+		return nil, toGRPC(err)
+	}
+	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{Txn: req})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*pb.TxnResponse)
+	k.a.fillHeader(&r.Header)
+	fillTxnHeaders(k.a, r)
+	return r, nil
+}
+
+// fillTxnHeaders completes the headers of a txn's inner responses.
+func fillTxnHeaders(a *API, r *pb.TxnResponse) {
+	for _, op := range r.Responses {
+		switch v := op.Response.(type) {
+		case *pb.ResponseOp_ResponseRange:
+			a.fillHeader(&v.ResponseRange.Header)
+		case *pb.ResponseOp_ResponsePut:
+			a.fillHeader(&v.ResponsePut.Header)
+		case *pb.ResponseOp_ResponseDeleteRange:
+			a.fillHeader(&v.ResponseDeleteRange.Header)
+		case *pb.ResponseOp_ResponseTxn:
+			a.fillHeader(&v.ResponseTxn.Header)
+			fillTxnHeaders(a, v.ResponseTxn)
+		}
+	}
+}
+
+func (k *kvServer) Compact(ctx context.Context, req *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+	resp, err := k.a.s.ProposeCompaction(ctx, req, req.Physical)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	k.a.fillHeader(&resp.Header)
+	return resp, nil
+}

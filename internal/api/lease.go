@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"io"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/internal/lease"
+)
+
+type leaseServer struct {
+	pb.UnimplementedLeaseServer
+	a *API
+}
+
+func (l *leaseServer) LeaseGrant(ctx context.Context, req *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	if err := l.a.s.CheckQuota(ctx, &pb.InternalRaftRequest{LeaseGrant: req}); err != nil {
+		return nil, toGRPC(err)
+	}
+	resp, err := l.a.s.LeaseGrant(ctx, req)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	l.a.fillHeader(&resp.Header)
+	return resp, nil
+}
+
+func (l *leaseServer) LeaseRevoke(ctx context.Context, req *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	resp, err := l.a.s.LeaseRevoke(ctx, req)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	l.a.fillHeader(&resp.Header)
+	return resp, nil
+}
+
+func (l *leaseServer) LeaseKeepAlive(stream grpc.BidiStreamingServer[pb.LeaseKeepAliveRequest, pb.LeaseKeepAliveResponse]) error {
+	for {
+		req, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ttl, err := l.a.s.LeaseRenew(stream.Context(), req.ID)
+		if err != nil && toGRPC(err) != toGRPC(lease.ErrLeaseNotFound) {
+			return toGRPC(err)
+		}
+		// An unknown or expired lease answers with TTL 0, as etcd does.
+		resp := &pb.LeaseKeepAliveResponse{Header: l.a.header(0), ID: req.ID, TTL: ttl}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *leaseServer) LeaseTimeToLive(ctx context.Context, req *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	info, err := l.a.s.LeaseTimeToLive(ctx, req.ID, req.Keys)
+	if err == lease.ErrLeaseNotFound {
+		// etcd answers a missing lease with TTL -1 rather than an error.
+		return &pb.LeaseTimeToLiveResponse{Header: l.a.header(0), ID: req.ID, TTL: -1}, nil
+	}
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.LeaseTimeToLiveResponse{Header: l.a.header(0), ID: req.ID, TTL: info.TTL, GrantedTTL: info.GrantedTTL, Keys: info.Keys}, nil
+}
+
+func (l *leaseServer) LeaseLeases(ctx context.Context, req *pb.LeaseLeasesRequest) (*pb.LeaseLeasesResponse, error) {
+	resp := &pb.LeaseLeasesResponse{Header: l.a.header(0)}
+	for _, id := range l.a.s.Lessor().Leases() {
+		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: id})
+	}
+	return resp, nil
+}

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestSingleMemberInProcess(t *testing.T) {
+	cport, pport := freePort(t), freePort(t)
+	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cport), fmt.Sprintf("http://127.0.0.1:%d", pport)
+	s, err := server.Start(server.Config{Name: "m1", DataDir: t.TempDir(), ListenClientURLs: []string{curl}, ListenPeerURLs: []string{purl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	a := New(s, nil)
+	if err := a.Serve([]string{curl}); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "foo", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "foo")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "bar" {
+		t.Fatalf("get: %v %v", resp, err)
+	}
+	wch := cli.Watch(ctx, "k", clientv3.WithPrefix(), clientv3.WithPrevKV())
+	txn, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Value("foo"), "=", "bar")).
+		Then(clientv3.OpPut("k1", "v1"), clientv3.OpGet("foo")).Else(clientv3.OpPut("k2", "v2")).Commit()
+	if err != nil || !txn.Succeeded {
+		t.Fatalf("txn: %v %v", txn, err)
+	}
+	cli.Put(ctx, "k1", "v1b")
+	ev := <-wch
+	if len(ev.Events) != 1 || string(ev.Events[0].Kv.Value) != "v1" {
+		t.Fatalf("watch: %+v", ev)
+	}
+	ev = <-wch
+	if len(ev.Events) != 1 || string(ev.Events[0].PrevKv.Value) != "v1" {
+		t.Fatalf("watch prev kv: %+v", ev)
+	}
+	lg, err := cli.Grant(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "leased", "x", clientv3.WithLease(lg.ID)); err != nil {
+		t.Fatal(err)
+	}
+	ka, err := cli.KeepAliveOnce(ctx, lg.ID)
+	if err != nil || ka.TTL != 5 {
+		t.Fatalf("keepalive: %v %v", ka, err)
+	}
+	ttl, err := cli.TimeToLive(ctx, lg.ID, clientv3.WithAttachedKeys())
+	if err != nil || len(ttl.Keys) != 1 {
+		t.Fatalf("ttl: %v %v", ttl, err)
+	}
+	if _, err := cli.Revoke(ctx, lg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := cli.Get(ctx, "leased"); len(g.Kvs) != 0 {
+		t.Fatalf("leased key survived revoke")
+	}
+	ml, err := cli.MemberList(ctx)
+	if err != nil || len(ml.Members) != 1 || ml.Members[0].Name != "m1" {
+		t.Fatalf("member list: %v %v", ml, err)
+	}
+	st, err := cli.Status(ctx, curl)
+	if err != nil || st.Leader != s.ID() {
+		t.Fatalf("status: %v %v", st, err)
+	}
+	if _, err := cli.Compact(ctx, 3, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Get(ctx, "foo", clientv3.WithRev(2)); err == nil {
+		t.Fatal("read below the compaction worked")
+	} else {
+		t.Logf("as expected: %v", err)
+	}
+}

@@ -1,0 +1,189 @@
+package api
+
+import (
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// ProgressNotifyInterval is how often watchers created with progress_notify
+// get a progress notification, as etcd's default.
+var ProgressNotifyInterval = 10 * time.Minute
+
+type watchServer struct {
+	pb.UnimplementedWatchServer
+	a *API
+}
+
+// Watch serves one multiplexed watch stream.
+func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse]) error {
+	st := ws.a.s.Store()
+	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{}}
+	defer w.ms.Close()
+	recvErr := make(chan error, 1)
+	go func() { recvErr <- w.recvLoop() }()
+	ticker := time.NewTicker(ProgressNotifyInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case err := <-recvErr:
+			return err
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		case <-ticker.C:
+			w.mu.Lock()
+			for id := range w.progress {
+				w.ms.RequestProgress(id)
+			}
+			w.mu.Unlock()
+		case resp, ok := <-w.ms.Chan():
+			if !ok {
+				return nil
+			}
+			if err := w.send(resp); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+type watchStream struct {
+	a        *API
+	grpc     grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse]
+	ms       *store.WatchStream
+	sendMu   sync.Mutex
+	mu       sync.Mutex
+	progress map[store.WatchID]bool // watchers created with progress_notify
+	fragment map[store.WatchID]bool // watchers that accept fragmented responses
+}
+
+func (w *watchStream) recvLoop() error {
+	for {
+		req, err := w.grpc.Recv()
+		if err != nil {
+			return err
+		}
+		switch r := req.RequestUnion.(type) {
+		case *pb.WatchRequest_CreateRequest:
+			w.create(r.CreateRequest)
+		case *pb.WatchRequest_CancelRequest:
+			id := store.WatchID(r.CancelRequest.WatchId)
+			if err := w.ms.Cancel(id); err == nil {
+				w.mu.Lock()
+				delete(w.progress, id)
+				delete(w.fragment, id)
+				w.mu.Unlock()
+				w.sendRaw(&pb.WatchResponse{Header: w.a.header(0), WatchId: int64(id), Canceled: true})
+			}
+		case *pb.WatchRequest_ProgressRequest:
+			w.ms.RequestProgressAll()
+		}
+	}
+}
+
+func (w *watchStream) create(cr *pb.WatchCreateRequest) {
+	id := store.WatchID(cr.WatchId)
+	if id == 0 {
+		id = store.AutoWatchID
+	}
+	opts := store.WatchOptions{PrevKV: cr.PrevKv}
+	for _, f := range cr.Filters {
+		switch f {
+		case pb.WatchCreateRequest_NOPUT:
+			opts.NoPut = true
+		case pb.WatchCreateRequest_NODELETE:
+			opts.NoDelete = true
+		}
+	}
+	key, end := cr.Key, cr.RangeEnd
+	if len(key) == 0 {
+		key = []byte{0}
+	}
+	w.mu.Lock()
+	// The created response must precede the watcher's first events.
+	w.sendMu.Lock()
+	got, err := w.ms.Watch(id, key, end, cr.StartRevision, opts)
+	resp := &pb.WatchResponse{Header: w.a.header(0), WatchId: int64(got), Created: true}
+	if err != nil {
+		resp.WatchId = int64(id)
+		if id == store.AutoWatchID {
+			resp.WatchId = -1
+		}
+		resp.Canceled = true
+		resp.CancelReason = err.Error()
+	} else {
+		if cr.ProgressNotify {
+			w.progress[got] = true
+		}
+		if cr.Fragment {
+			w.fragment[got] = true
+		}
+	}
+	w.grpc.Send(resp)
+	w.sendMu.Unlock()
+	w.mu.Unlock()
+}
+
+func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	return w.grpc.Send(resp)
+}
+
+// send turns a store response into gRPC responses: events, a progress
+// notification, or the end of a compacted watcher.
+func (w *watchStream) send(r store.WatchResponse) error {
+	resp := &pb.WatchResponse{Header: w.a.header(r.Revision), WatchId: int64(r.WatchID)}
+	if r.CompactRevision != 0 {
+		resp.CompactRevision = r.CompactRevision
+		resp.Canceled = true
+		resp.CancelReason = rpctypes.ErrGRPCCompacted.Error()
+		w.mu.Lock()
+		delete(w.progress, r.WatchID)
+		delete(w.fragment, r.WatchID)
+		w.mu.Unlock()
+		return w.sendRaw(resp)
+	}
+	resp.Events = make([]*mvccpb.Event, len(r.Events))
+	copy(resp.Events, r.Events)
+	w.mu.Lock()
+	fragment := w.fragment[r.WatchID]
+	w.mu.Unlock()
+	limit := w.a.s.Config().MaxRequestBytes
+	if !fragment || proto.Size(resp) <= limit {
+		return w.sendRaw(resp)
+	}
+	for _, part := range fragmentResponse(resp, limit) {
+		if err := w.sendRaw(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fragmentResponse splits a response whose size passes limit into parts
+// of whole events, each marked as a fragment but the last.
+func fragmentResponse(resp *pb.WatchResponse, limit int) []*pb.WatchResponse {
+	var parts []*pb.WatchResponse
+	cur := &pb.WatchResponse{Header: resp.Header, WatchId: resp.WatchId}
+	size := 0
+	for _, ev := range resp.Events {
+		n := proto.Size(ev)
+		if len(cur.Events) > 0 && size+n > limit {
+			cur.Fragment = true
+			parts = append(parts, cur)
+			cur = &pb.WatchResponse{Header: resp.Header, WatchId: resp.WatchId}
+			size = 0
+		}
+		cur.Events = append(cur.Events, ev)
+		size += n
+	}
+	return append(parts, cur)
+}

@@ -1,0 +1,342 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/snapfmt"
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// applyResult is what applying one proposal produced.
+type applyResult struct {
+	resp proto.Message
+	err  error
+	// physc closes when a compaction's revisions have left the backend.
+	physc <-chan struct{}
+}
+
+func (s *Server) applyLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case ap := <-s.applyc:
+			if ap.snapshot != nil {
+				if err := s.installSnapshot(ap.snapshot); err != nil {
+					s.fatal(err)
+					return
+				}
+			}
+			for _, e := range ap.entries {
+				if err := s.applyEntry(e); err != nil {
+					s.fatal(err)
+					return
+				}
+			}
+			s.applied.advance(s.appliedIndex)
+			if err := s.maybeSnapshot(); err != nil {
+				s.fatal(err)
+				return
+			}
+		}
+	}
+}
+
+// applyEntry applies one committed entry. Entries at or below the db's
+// consistent index are already in it; their conf changes still go to raft,
+// which rebuilds its configuration from the log on a restart.
+func (s *Server) applyEntry(e *raftpb.Entry) error {
+	index := e.GetIndex()
+	if index <= s.appliedIndex && e.GetType() == raftpb.EntryType_EntryNormal {
+		return nil
+	}
+	already := index <= s.appliedIndex
+	switch e.GetType() {
+	case raftpb.EntryType_EntryNormal:
+		if err := s.applyNormal(e); err != nil {
+			return err
+		}
+	case raftpb.EntryType_EntryConfChange:
+		cc := new(raftpb.ConfChange)
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return fmt.Errorf("entry %d: decode conf change: %w", index, err)
+		}
+		if err := s.applyConfChange(e, cc, already); err != nil {
+			return err
+		}
+	default:
+		s.log.Warn("ignoring an entry of an unsupported type", "index", index, "type", e.GetType().String())
+	}
+	if !already {
+		s.appliedIndex, s.appliedTerm = index, e.GetTerm()
+	}
+	return nil
+}
+
+func (s *Server) applyNormal(e *raftpb.Entry) error {
+	w := s.st().Write()
+	if err := w.SetConsistentIndex(e.GetIndex(), e.GetTerm()); err != nil {
+		w.End()
+		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
+	}
+	if len(e.GetData()) == 0 { // a new leader's empty entry
+		return w.End()
+	}
+	req := new(pb.InternalRaftRequest)
+	if err := proto.Unmarshal(e.GetData(), req); err != nil {
+		// Not ours to fail on: record it as applied and carry on.
+		s.log.Error("skipping an entry that does not decode", "index", e.GetIndex(), "err", err)
+		return w.End()
+	}
+	res := s.applyRequest(w, req)
+	if err := w.End(); err != nil {
+		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
+	}
+	s.waiters.trigger(requestID(req), res)
+	return nil
+}
+
+func requestID(req *pb.InternalRaftRequest) uint64 {
+	if req.Header != nil {
+		return req.Header.ID
+	}
+	return req.ID
+}
+
+// applyRequest runs one request in the entry's write transaction.
+func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest) applyResult {
+	if s.alarms.noSpace() && writesData(req) {
+		return applyResult{err: ErrNoSpace}
+	}
+	switch {
+	case req.Put != nil:
+		resp, err := w.ExecPut(req.Put)
+		return applyResult{resp: resp, err: err}
+	case req.DeleteRange != nil:
+		resp, err := w.ExecDeleteRange(req.DeleteRange)
+		return applyResult{resp: resp, err: err}
+	case req.Txn != nil:
+		resp, err := w.ExecTxn(req.Txn)
+		return applyResult{resp: resp, err: err}
+	case req.Compaction != nil:
+		resp, physc, err := w.ExecCompaction(req.Compaction)
+		return applyResult{resp: resp, err: err, physc: physc}
+	case req.LeaseGrant != nil, req.LeaseRevoke != nil, req.LeaseCheckpoint != nil:
+		return s.applyLease(w, req)
+	case req.Alarm != nil:
+		resp, err := s.alarms.apply(w, req.Alarm, s.id)
+		return applyResult{resp: resp, err: err}
+	case req.ClusterMemberAttrSet != nil:
+		return applyResult{err: s.applyMemberAttrs(w, req)}
+	case req.ClusterVersionSet != nil:
+		return applyResult{err: w.Backend().Put(store.BucketCluster, []byte("clusterVersion"), []byte(req.ClusterVersionSet.Ver))}
+	}
+	return applyResult{err: fmt.Errorf("unsupported request")}
+}
+
+// writesData reports whether a request may grow the db; those are refused
+// while the NOSPACE alarm is raised.
+func writesData(req *pb.InternalRaftRequest) bool {
+	if req.Put != nil || req.LeaseGrant != nil {
+		return true
+	}
+	if req.Txn != nil {
+		return txnHasPut(req.Txn)
+	}
+	return false
+}
+
+func txnHasPut(t *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			if op.GetRequestPut() != nil || (op.GetRequestTxn() != nil && txnHasPut(op.GetRequestTxn())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) applyMemberAttrs(w *store.WriteTxn, req *pb.InternalRaftRequest) error {
+	a := req.ClusterMemberAttrSet
+	m, ok := s.members.get(a.Member_ID)
+	if !ok {
+		return ErrMemberNotFound
+	}
+	m.Name = a.MemberAttributes.GetName()
+	m.ClientURLs = a.MemberAttributes.GetClientUrls()
+	return s.members.save(w.Backend(), &m)
+}
+
+// applyConfChange changes the membership and tells raft.
+func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already bool) error {
+	var result error
+	if !already {
+		w := s.st().Write()
+		if err := w.SetConsistentIndex(e.GetIndex(), e.GetTerm()); err != nil {
+			w.End()
+			return err
+		}
+		result = s.applyMembershipChange(w.Backend(), cc)
+		if err := w.End(); err != nil {
+			return err
+		}
+	}
+	if result != nil {
+		// Refused: raft still has to see the entry, as a change of node 0,
+		// which it ignores.
+		cc = &raftpb.ConfChange{Type: cc.Type, NodeId: proto.Uint64(0)}
+	}
+	s.confState = s.node.ApplyConfChange(cc)
+	if result == nil {
+		s.updatePeers(cc)
+	}
+	if !already {
+		s.waiters.trigger(cc.GetId(), applyResult{err: result})
+	}
+	if cc.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && cc.GetNodeId() == s.id && result == nil {
+		s.log.Warn("this member was removed from the cluster; stopping")
+		go s.Stop()
+	}
+	return nil
+}
+
+func (s *Server) applyMembershipChange(wt *store.WriteTx, cc *raftpb.ConfChange) error {
+	id := cc.GetNodeId()
+	switch cc.GetType() {
+	case raftpb.ConfChangeType_ConfChangeAddNode, raftpb.ConfChangeType_ConfChangeAddLearnerNode:
+		m := new(Member)
+		if err := json.Unmarshal(cc.GetContext(), m); err != nil {
+			return fmt.Errorf("conf change for %x: member context: %w", id, err)
+		}
+		if s.members.isRemoved(id) {
+			return ErrMemberIDRemoved
+		}
+		if cur, ok := s.members.get(id); ok {
+			if cur.IsLearner && cc.GetType() == raftpb.ConfChangeType_ConfChangeAddNode {
+				cur.IsLearner = false // promotion
+				s.log.Info("member promoted", "id", fmt.Sprintf("%x", id), "name", cur.Name)
+				return s.members.save(wt, &cur)
+			}
+			return nil // bootstrap entries replayed onto a db that has them
+		}
+		m.IsLearner = cc.GetType() == raftpb.ConfChangeType_ConfChangeAddLearnerNode
+		s.log.Info("member added", "id", fmt.Sprintf("%x", id), "peer-urls", m.PeerURLs, "learner", m.IsLearner)
+		return s.members.save(wt, m)
+	case raftpb.ConfChangeType_ConfChangeRemoveNode:
+		if _, ok := s.members.get(id); !ok {
+			return ErrMemberNotFound
+		}
+		s.log.Info("member removed", "id", fmt.Sprintf("%x", id))
+		return s.members.remove(wt, id)
+	case raftpb.ConfChangeType_ConfChangeUpdateNode:
+		m := new(Member)
+		if err := json.Unmarshal(cc.GetContext(), m); err != nil {
+			return fmt.Errorf("conf change for %x: member context: %w", id, err)
+		}
+		cur, ok := s.members.get(id)
+		if !ok {
+			return ErrMemberNotFound
+		}
+		cur.PeerURLs = m.PeerURLs
+		return s.members.save(wt, &cur)
+	}
+	return nil
+}
+
+func (s *Server) updatePeers(cc *raftpb.ConfChange) {
+	id := cc.GetNodeId()
+	switch cc.GetType() {
+	case raftpb.ConfChangeType_ConfChangeRemoveNode:
+		s.transport.RemovePeer(id)
+	default:
+		if m, ok := s.members.get(id); ok {
+			s.transport.AddPeer(id, m.PeerURLs)
+		}
+	}
+}
+
+// maybeSnapshot takes a raft snapshot once --snapshot-count entries have
+// been applied since the last one, and compacts the raft log behind it.
+func (s *Server) maybeSnapshot() error {
+	if s.appliedIndex-s.snapshotIndex <= s.cfg.SnapshotCount {
+		return nil
+	}
+	if err := s.st().Backend().ForceCommit(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(s.members.list())
+	if err != nil {
+		return err
+	}
+	snap, err := s.storage.CreateSnapshot(s.appliedIndex, s.confState, data)
+	if err != nil {
+		return fmt.Errorf("create snapshot at %d: %w", s.appliedIndex, err)
+	}
+	if err := s.persistSnapshot(snap); err != nil {
+		return err
+	}
+	s.snapshotIndex = s.appliedIndex
+	if err := s.wal.ReleaseLockTo(s.snapshotIndex); err != nil {
+		return err
+	}
+	if _, err := snapfmt.Purge(s.cfg.snapDir(), 5); err != nil {
+		s.log.Warn("purging old snapshots failed", "err", err)
+	}
+	s.log.Info("saved snapshot", "index", s.snapshotIndex)
+	if s.snapshotIndex > s.cfg.SnapshotCatchUpEntries {
+		compactTo := s.snapshotIndex - s.cfg.SnapshotCatchUpEntries
+		if err := s.storage.Compact(compactTo); err != nil {
+			s.log.Warn("compacting the raft log failed", "index", compactTo, "err", err)
+		}
+	}
+	return nil
+}
+
+// installSnapshot replaces the db with the one received with a snapshot
+// from the leader and reloads everything derived from it.
+func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
+	index := snap.GetMetadata().GetIndex()
+	if index <= s.appliedIndex {
+		return nil
+	}
+	received := s.receivedDBPath(index)
+	if _, err := os.Stat(received); err != nil {
+		return fmt.Errorf("install snapshot at %d: its db %s is missing: %w", index, received, err)
+	}
+	old := s.st()
+	if err := old.Close(); err != nil {
+		s.log.Warn("closing the old db failed", "err", err)
+	}
+	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
+		return fmt.Errorf("install snapshot at %d: %w", index, err)
+	}
+	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("install snapshot at %d: %w", index, err)
+	}
+	s.store.Store(st)
+	if err := s.members.load(st); err != nil {
+		return err
+	}
+	if err := s.alarms.load(st); err != nil {
+		return err
+	}
+	s.afterStoreReplaced(st)
+	for _, m := range s.members.list() {
+		s.transport.AddPeer(m.ID, m.PeerURLs)
+	}
+	ci, term := st.ConsistentIndex()
+	s.appliedIndex, s.appliedTerm = max(ci, index), term
+	s.snapshotIndex = index
+	s.confState = snap.GetMetadata().GetConfState()
+	s.log.Info("installed snapshot from the leader", "index", index, "revision", st.Rev())
+	return nil
+}

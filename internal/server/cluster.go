@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/walfmt"
+)
+
+// maxLearners is how many learners a cluster may have, as in etcd.
+const maxLearners = 1
+
+// MemberAdd adds a member (a learner if isLearner) with the given peer URLs
+// and returns it and the new member list.
+func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner bool) (Member, []Member, error) {
+	learners := 0
+	for _, m := range s.members.list() {
+		for _, u := range m.PeerURLs {
+			for _, nu := range peerURLs {
+				if u == nu {
+					return Member{}, nil, ErrPeerURLExists
+				}
+			}
+		}
+		if m.IsLearner {
+			learners++
+		}
+	}
+	if isLearner && learners >= maxLearners {
+		return Member{}, nil, ErrTooManyLearners
+	}
+	m := Member{ID: MemberID(peerURLs, s.cfg.InitialClusterToken, time.Now().Unix()), PeerURLs: peerURLs, IsLearner: isLearner}
+	typ := raftpb.ConfChangeType_ConfChangeAddNode
+	if isLearner {
+		typ = raftpb.ConfChangeType_ConfChangeAddLearnerNode
+	}
+	if err := s.proposeConfChange(ctx, typ, m); err != nil {
+		return Member{}, nil, err
+	}
+	return m, s.members.list(), nil
+}
+
+// MemberRemove removes a member.
+func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]Member, error) {
+	m, ok := s.members.get(id)
+	if !ok {
+		if s.members.isRemoved(id) {
+			return nil, ErrMemberIDRemoved
+		}
+		return nil, ErrMemberNotFound
+	}
+	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeRemoveNode, m); err != nil {
+		return nil, err
+	}
+	return s.members.list(), nil
+}
+
+// MemberUpdate changes a member's peer URLs.
+func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+	m, ok := s.members.get(id)
+	if !ok {
+		return nil, ErrMemberNotFound
+	}
+	m.PeerURLs = peerURLs
+	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeUpdateNode, m); err != nil {
+		return nil, err
+	}
+	return s.members.list(), nil
+}
+
+// MemberPromote makes a learner a voting member once its log has caught
+// up with the leader's: within a tenth of --snapshot-count entries.
+func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
+	m, ok := s.members.get(id)
+	if !ok {
+		return nil, ErrMemberNotFound
+	}
+	if !m.IsLearner {
+		return nil, ErrMemberNotLearner
+	}
+	if s.leaderID.Load() != s.id {
+		// Only the leader knows how far the learner is: ask it.
+		var ans peerAnswer
+		if err := s.askLeader(ctx, pathPromote, peerQuery{ID: int64(id)}, &ans); err != nil {
+			return nil, err
+		}
+		return s.members.list(), nil
+	}
+	st := s.node.Status()
+	learner, ok := st.Progress[id]
+	leader := st.Progress[s.id]
+	// A learner that has acknowledged nothing yet is not running at all.
+	if !ok || learner.Match == 0 || leader.Match > learner.Match+s.cfg.SnapshotCount/10 {
+		return nil, ErrNotLearnerReady
+	}
+	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeAddNode, m); err != nil {
+		return nil, err
+	}
+	return s.members.list(), nil
+}
+
+func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeType, m Member) error {
+	mctx, err := encodeMemberContext(m)
+	if err != nil {
+		return err
+	}
+	id := s.reqIDs.get()
+	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
+		defer cancel()
+	}
+	ch := s.waiters.register(id)
+	if err := s.node.ProposeConfChange(ctx, cc); err != nil {
+		s.waiters.cancel(id)
+		return s.proposeError(ctx, err)
+	}
+	select {
+	case res := <-ch:
+		return res.err
+	case <-ctx.Done():
+		s.waiters.cancel(id)
+		return s.proposeError(ctx, ctx.Err())
+	case <-s.stopc:
+		return ErrStopped
+	}
+}
+
+// pathMembers serves the member list to members that join.
+const pathMembers = "/members"
+
+// clusterInfo is what the peer endpoint /members tells a joining member.
+type clusterInfo struct {
+	ClusterID string   `json:"clusterID"`
+	Members   []Member `json:"members"`
+}
+
+func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(clusterInfo{ClusterID: strconv.FormatUint(s.clusterID, 16), Members: s.members.list()})
+}
+
+// join starts a member added to a running cluster (--initial-cluster-state
+// existing): it learns the cluster from a peer and waits for the leader to
+// send it the log or a snapshot.
+func (s *Server) join() error {
+	initial, err := ParseInitialCluster(s.cfg.InitialCluster)
+	if err != nil {
+		return err
+	}
+	var info *clusterInfo
+	var lastErr error
+	for name, urls := range initial {
+		if name == s.cfg.Name {
+			continue
+		}
+		for _, u := range urls {
+			if info, lastErr = fetchClusterInfo(u); lastErr == nil {
+				break
+			}
+		}
+		if info != nil {
+			break
+		}
+	}
+	if info == nil {
+		return fmt.Errorf("join: no member of --initial-cluster answered: %v", lastErr)
+	}
+	if s.clusterID, err = strconv.ParseUint(info.ClusterID, 16, 64); err != nil {
+		return fmt.Errorf("join: bad cluster ID %q", info.ClusterID)
+	}
+	for _, m := range info.Members {
+		if sameURLs(m.PeerURLs, s.cfg.InitialAdvertisePeerURLs) {
+			s.id = m.ID
+		}
+		cp := m
+		s.members.members[m.ID] = &cp
+	}
+	if s.id == 0 {
+		return fmt.Errorf("join: the cluster has no member with peer URLs %v; add it first with `member add`", s.cfg.InitialAdvertisePeerURLs)
+	}
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	s.confState = &raftpb.ConfState{}
+	s.node = raft.RestartNode(s.raftConfig())
+	return nil
+}
+
+func fetchClusterInfo(peerURL string) (*clusterInfo, error) {
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(peerURL + pathMembers)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s%s: %s", peerURL, pathMembers, resp.Status)
+	}
+	info := new(clusterInfo)
+	if err := json.NewDecoder(resp.Body).Decode(info); err != nil {
+		return nil, fmt.Errorf("%s%s: %w", peerURL, pathMembers, err)
+	}
+	return info, nil
+}
+
+// MoveLeader hands leadership to another voting member and waits until it
+// has it.
+func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
+	if s.leaderID.Load() != s.id {
+		return ErrNotLeader
+	}
+	m, ok := s.members.get(target)
+	if !ok || m.IsLearner {
+		return ErrBadLeaderTransferee
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
+		defer cancel()
+	}
+	s.node.TransferLeadership(ctx, s.id, target)
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for s.leaderID.Load() != target {
+		select {
+		case <-ctx.Done():
+			return ErrTimeout
+		case <-s.stopc:
+			return ErrStopped
+		case <-t.C:
+		}
+	}
+	return nil
+}

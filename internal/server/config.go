@@ -1,0 +1,210 @@
+// Package server is one cairn member: the raft loop, WAL and snapshot
+// persistence, the apply loop, read index, membership, lease expiry, alarms
+// and quotas. It owns the member's goroutines; internal/api calls into it.
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config is a member's configuration; the field names follow etcd's flags.
+type Config struct {
+	Name                     string
+	DataDir                  string
+	ListenClientURLs         []string
+	AdvertiseClientURLs      []string
+	ListenPeerURLs           []string
+	InitialAdvertisePeerURLs []string
+	InitialCluster           string // name=url,name=url
+	InitialClusterState      string // new | existing
+	InitialClusterToken      string
+	SnapshotCount            uint64
+	HeartbeatInterval        time.Duration
+	ElectionTimeout          time.Duration
+	QuotaBackendBytes        int64
+	MaxRequestBytes          int
+	MaxTxnOps                int
+	AutoCompactionMode       string // periodic | revision
+	AutoCompactionRetention  string
+	// SnapshotCatchUpEntries is how many entries a snapshot leaves in the
+	// log for slow followers.
+	SnapshotCatchUpEntries uint64
+	Logger                 *slog.Logger
+}
+
+// Defaults of etcd.
+const (
+	DefaultName              = "default"
+	DefaultSnapshotCount     = 10000
+	DefaultHeartbeat         = 100 * time.Millisecond
+	DefaultElectionTimeout   = 1000 * time.Millisecond
+	DefaultQuotaBackendBytes = 2 << 30
+	DefaultMaxRequestBytes   = 1536 * 1024
+	DefaultMaxTxnOps         = 128
+	DefaultCatchUpEntries    = 5000
+	MaxQuotaBackendBytes     = 8 << 30
+)
+
+// WithDefaults fills unset fields with etcd's defaults.
+func (c Config) WithDefaults() Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.DataDir == "" {
+		c.DataDir = c.Name + ".cairn"
+	}
+	if len(c.ListenClientURLs) == 0 {
+		c.ListenClientURLs = []string{"http://127.0.0.1:2379"}
+	}
+	if len(c.AdvertiseClientURLs) == 0 {
+		c.AdvertiseClientURLs = c.ListenClientURLs
+	}
+	if len(c.ListenPeerURLs) == 0 {
+		c.ListenPeerURLs = []string{"http://127.0.0.1:2380"}
+	}
+	if len(c.InitialAdvertisePeerURLs) == 0 {
+		c.InitialAdvertisePeerURLs = c.ListenPeerURLs
+	}
+	if c.InitialCluster == "" {
+		var parts []string
+		for _, u := range c.InitialAdvertisePeerURLs {
+			parts = append(parts, c.Name+"="+u)
+		}
+		c.InitialCluster = strings.Join(parts, ",")
+	}
+	if c.InitialClusterState == "" {
+		c.InitialClusterState = "new"
+	}
+	if c.InitialClusterToken == "" {
+		c.InitialClusterToken = "etcd-cluster"
+	}
+	if c.SnapshotCount == 0 {
+		c.SnapshotCount = DefaultSnapshotCount
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeat
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = DefaultElectionTimeout
+	}
+	if c.QuotaBackendBytes == 0 {
+		c.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if c.SnapshotCatchUpEntries == 0 {
+		c.SnapshotCatchUpEntries = DefaultCatchUpEntries
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first problem with a configuration.
+func (c Config) Validate() error {
+	for _, group := range []struct {
+		flag string
+		urls []string
+	}{
+		{"--listen-client-urls", c.ListenClientURLs}, {"--advertise-client-urls", c.AdvertiseClientURLs},
+		{"--listen-peer-urls", c.ListenPeerURLs}, {"--initial-advertise-peer-urls", c.InitialAdvertisePeerURLs},
+	} {
+		for _, u := range group.urls {
+			if err := checkURL(u); err != nil {
+				return fmt.Errorf("%s: %w", group.flag, err)
+			}
+		}
+	}
+	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
+		return fmt.Errorf("--initial-cluster-state: %q is neither new nor existing", c.InitialClusterState)
+	}
+	if c.HeartbeatInterval <= 0 || c.ElectionTimeout < 5*c.HeartbeatInterval {
+		return fmt.Errorf("--election-timeout (%v) must be at least 5 times --heartbeat-interval (%v)", c.ElectionTimeout, c.HeartbeatInterval)
+	}
+	if c.QuotaBackendBytes > MaxQuotaBackendBytes {
+		return fmt.Errorf("--quota-backend-bytes %d exceeds the maximum %d", c.QuotaBackendBytes, int64(MaxQuotaBackendBytes))
+	}
+	if _, err := parseAutoCompaction(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
+		return err
+	}
+	peers, err := ParseInitialCluster(c.InitialCluster)
+	if err != nil {
+		return err
+	}
+	mine, ok := peers[c.Name]
+	if !ok {
+		return fmt.Errorf("--initial-cluster %q has no member named %q (--name)", c.InitialCluster, c.Name)
+	}
+	if !sameURLs(mine, c.InitialAdvertisePeerURLs) {
+		return fmt.Errorf("--initial-cluster gives %s the peer URLs %v, but --initial-advertise-peer-urls is %v", c.Name, mine, c.InitialAdvertisePeerURLs)
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("bad URL %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL %q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("URL %q has no host", s)
+	}
+	return nil
+}
+
+// ParseInitialCluster parses "name=url,name=url" into name → peer URLs.
+func ParseInitialCluster(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--initial-cluster: %q is not name=url", part)
+		}
+		if err := checkURL(u); err != nil {
+			return nil, fmt.Errorf("--initial-cluster: %w", err)
+		}
+		out[name] = append(out[name], u)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--initial-cluster is empty")
+	}
+	return out, nil
+}
+
+func sameURLs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
+func (c Config) walDir() string    { return filepath.Join(c.memberDir(), "wal") }
+func (c Config) snapDir() string   { return filepath.Join(c.memberDir(), "snap") }
+func (c Config) dbPath() string    { return filepath.Join(c.snapDir(), "db") }

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaultsAreEtcds(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if c.Name != "default" || c.DataDir != "default.cairn" || c.ListenClientURLs[0] != "http://127.0.0.1:2379" ||
+		c.ListenPeerURLs[0] != "http://127.0.0.1:2380" || c.InitialCluster != "default=http://127.0.0.1:2380" ||
+		c.SnapshotCount != 10000 || c.HeartbeatInterval != 100*time.Millisecond || c.ElectionTimeout != time.Second ||
+		c.MaxRequestBytes != 1536*1024 || c.MaxTxnOps != 128 || c.QuotaBackendBytes != 2<<30 {
+		t.Errorf("defaults: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	base := Config{Name: "m1", InitialCluster: "m1=http://127.0.0.1:2380,m2=http://127.0.0.1:22380"}
+	cases := map[string]struct {
+		change func(*Config)
+		want   string
+	}{
+		"unknown cluster state": {func(c *Config) { c.InitialClusterState = "maybe" }, "--initial-cluster-state"},
+		"name not in cluster":   {func(c *Config) { c.Name = "m9" }, "no member named"},
+		"bad URL":               {func(c *Config) { c.ListenClientURLs = []string{"unix://x:2379"} }, "scheme"},
+		"election too short":    {func(c *Config) { c.ElectionTimeout = 200 * time.Millisecond }, "--election-timeout"},
+		"quota too large":       {func(c *Config) { c.QuotaBackendBytes = 9 << 30 }, "--quota-backend-bytes"},
+		"peer URLs disagree":    {func(c *Config) { c.InitialAdvertisePeerURLs = []string{"http://127.0.0.1:9999"} }, "--initial-advertise-peer-urls"},
+		"bad retention":         {func(c *Config) { c.AutoCompactionMode = "revision"; c.AutoCompactionRetention = "1h" }, "--auto-compaction-retention"},
+	}
+	for name, tc := range cases {
+		c := base
+		tc.change(&c)
+		c = c.WithDefaults()
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %s", name, err, tc.want)
+		}
+	}
+}
+
+func TestIDsAreDeterministic(t *testing.T) {
+	a := MemberID([]string{"http://b:2380", "http://a:2380"}, "tok", 0)
+	b := MemberID([]string{"http://a:2380", "http://b:2380"}, "tok", 0)
+	if a != b || a == MemberID([]string{"http://a:2380", "http://b:2380"}, "other", 0) {
+		t.Error("member IDs must depend on the sorted peer URLs and the token only")
+	}
+	if ClusterID([]uint64{3, 1, 2}) != ClusterID([]uint64{1, 2, 3}) {
+		t.Error("cluster IDs must not depend on member order")
+	}
+}

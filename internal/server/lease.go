@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/lease"
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// applyLease applies lease grants, revocations and checkpoints.
+func (s *Server) applyLease(w *store.WriteTxn, req *pb.InternalRaftRequest) applyResult {
+	hdr := func() *pb.ResponseHeader { return &pb.ResponseHeader{Revision: w.Rev()} }
+	switch {
+	case req.LeaseGrant != nil:
+		l, err := s.lessor.Grant(w, req.LeaseGrant.ID, req.LeaseGrant.TTL)
+		if err != nil {
+			return applyResult{err: err}
+		}
+		return applyResult{resp: &pb.LeaseGrantResponse{Header: hdr(), ID: l.ID, TTL: l.TTL}}
+	case req.LeaseRevoke != nil:
+		if err := s.lessor.Revoke(w, req.LeaseRevoke.ID); err != nil {
+			return applyResult{err: err}
+		}
+		return applyResult{resp: &pb.LeaseRevokeResponse{Header: hdr()}}
+	default:
+		for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
+			if err := s.lessor.Checkpoint(w, c.ID, c.Remaining_TTL); err != nil && err != lease.ErrLeaseNotFound {
+				return applyResult{err: err}
+			}
+		}
+		return applyResult{resp: &pb.LeaseCheckpointResponse{Header: hdr()}}
+	}
+}
+
+// Lessor returns the member's lessor, for queries.
+func (s *Server) Lessor() *lease.Lessor { return s.lessor }
+
+// LeaseGrant proposes a new lease; ID 0 asks the member to choose one.
+func (s *Server) LeaseGrant(ctx context.Context, req *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	for req.ID == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		req.ID = int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
+	}
+	resp, err := s.Propose(ctx, &pb.InternalRaftRequest{LeaseGrant: req})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*pb.LeaseGrantResponse), nil
+}
+
+// LeaseRevoke proposes revoking a lease and deleting its keys.
+func (s *Server) LeaseRevoke(ctx context.Context, req *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	resp, err := s.Propose(ctx, &pb.InternalRaftRequest{LeaseRevoke: req})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*pb.LeaseRevokeResponse), nil
+}
+
+// leaderChanged hands lease expiry to the new leader.
+func (s *Server) leaderChanged(lead uint64) {
+	if lead == s.id {
+		s.lessor.Promote(s.cfg.ElectionTimeout)
+	} else {
+		s.lessor.Demote()
+	}
+}
+
+// afterStoreReplaced rebuilds what derives from the db after a snapshot.
+func (s *Server) afterStoreReplaced(st *store.Store) {
+	if err := s.lessor.Recover(st); err != nil {
+		s.log.Error("recovering leases from the snapshot failed", "err", err)
+	}
+}
+
+// leaseLoop, on the leader, proposes the revocation of expired leases and
+// the checkpoints of long ones.
+func (s *Server) leaseLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(lease.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case <-t.C:
+		}
+		if s.leaderID.Load() != s.id {
+			continue
+		}
+		for _, l := range s.lessor.Tick() {
+			go func(id int64) {
+				ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+				defer cancel()
+				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && err != lease.ErrLeaseNotFound {
+					s.log.Warn("revoking an expired lease failed", "lease", id, "err", err)
+				}
+			}(l.ID)
+		}
+		if cps := s.lessor.CheckpointsDue(); len(cps) > 0 {
+			req := &pb.LeaseCheckpointRequest{}
+			for _, c := range cps {
+				req.Checkpoints = append(req.Checkpoints, &pb.LeaseCheckpoint{ID: c.ID, Remaining_TTL: c.RemainingTTL})
+			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+				defer cancel()
+				s.Propose(ctx, &pb.InternalRaftRequest{LeaseCheckpoint: req})
+			}()
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// Member is a member of the cluster as the members bucket stores it (the
+// JSON of etcd).
+type Member struct {
+	ID         uint64   `json:"id"`
+	PeerURLs   []string `json:"peerURLs"`
+	Name       string   `json:"name,omitempty"`
+	ClientURLs []string `json:"clientURLs,omitempty"`
+	IsLearner  bool     `json:"isLearner,omitempty"`
+}
+
+// MemberID derives a member's ID from its peer URLs and the cluster token
+// (and, for a member added at runtime, the time it was added), as etcd does:
+// the first 8 bytes of a SHA-1.
+func MemberID(peerURLs []string, token string, addedAtUnix int64) uint64 {
+	urls := append([]string(nil), peerURLs...)
+	sort.Strings(urls)
+	b := []byte(strings.Join(urls, ""))
+	b = append(b, token...)
+	if addedAtUnix != 0 {
+		b = append(b, strconv.FormatInt(addedAtUnix, 10)...)
+	}
+	sum := sha1.Sum(b)
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// ClusterID derives the cluster's ID from its initial members' IDs.
+func ClusterID(memberIDs []uint64) uint64 {
+	ids := append([]uint64(nil), memberIDs...)
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	b := make([]byte, 0, 8*len(ids))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, id)
+	}
+	sum := sha1.Sum(b)
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// membership is the cluster's member list, mirrored in the members bucket.
+type membership struct {
+	mu      sync.RWMutex
+	members map[uint64]*Member
+	removed map[uint64]bool
+}
+
+func newMembership() *membership {
+	return &membership{members: map[uint64]*Member{}, removed: map[uint64]bool{}}
+}
+
+func memberKey(id uint64) []byte { return []byte(fmt.Sprintf("%016x", id)) }
+
+// load reads the members buckets.
+func (ms *membership) load(s *store.Store) error {
+	rt := s.Backend().Read()
+	defer rt.Close()
+	members := map[uint64]*Member{}
+	var decodeErr error
+	err := rt.Range(store.BucketMembers, nil, nil, func(k, v []byte) bool {
+		m := new(Member)
+		if err := json.Unmarshal(v, m); err != nil {
+			decodeErr = fmt.Errorf("member %s: %w", k, err)
+			return false
+		}
+		members[m.ID] = m
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	if err != nil {
+		return err
+	}
+	removed := map[uint64]bool{}
+	rt.Range(store.BucketMembersRemoved, nil, nil, func(k, _ []byte) bool {
+		if id, err := strconv.ParseUint(string(k), 16, 64); err == nil {
+			removed[id] = true
+		}
+		return true
+	})
+	ms.mu.Lock()
+	ms.members, ms.removed = members, removed
+	ms.mu.Unlock()
+	return nil
+}
+
+// save writes one member in the apply transaction.
+func (ms *membership) save(wt *store.WriteTx, m *Member) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	ms.mu.Lock()
+	cp := *m
+	ms.members[m.ID] = &cp
+	ms.mu.Unlock()
+	return wt.Put(store.BucketMembers, memberKey(m.ID), data)
+}
+
+func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
+	ms.mu.Lock()
+	delete(ms.members, id)
+	ms.removed[id] = true
+	ms.mu.Unlock()
+	if err := wt.Delete(store.BucketMembers, memberKey(id)); err != nil {
+		return err
+	}
+	return wt.Put(store.BucketMembersRemoved, memberKey(id), []byte("removed"))
+}
+
+// get returns a copy of a member.
+func (ms *membership) get(id uint64) (Member, bool) {
+	ms.mu.RLock()
+	defer ms.mu.RUnlock()
+	m, ok := ms.members[id]
+	if !ok {
+		return Member{}, false
+	}
+	return *m, true
+}
+
+func (ms *membership) isRemoved(id uint64) bool {
+	ms.mu.RLock()
+	defer ms.mu.RUnlock()
+	return ms.removed[id]
+}
+
+// list returns copies of all members ordered by ID.
+func (ms *membership) list() []Member {
+	ms.mu.RLock()
+	defer ms.mu.RUnlock()
+	out := make([]Member, 0, len(ms.members))
+	for _, m := range ms.members {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
+	"go.etcd.io/raft/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// requestTimeout bounds a proposal that has no deadline of its own.
+func (s *Server) requestTimeout() time.Duration {
+	return 5*time.Second + 2*s.cfg.ElectionTimeout
+}
+
+// Propose replicates req through raft and returns its result once this
+// member has applied it.
+func (s *Server) Propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.Message, error) {
+	res, err := s.propose(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.resp, res.err
+}
+
+// ProposeCompaction is Propose for a compaction; physical waits until the
+// compacted revisions have left the backend.
+func (s *Server) ProposeCompaction(ctx context.Context, req *pb.CompactionRequest, physical bool) (*pb.CompactionResponse, error) {
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{Compaction: req})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	if physical && res.physc != nil {
+		select {
+		case <-res.physc:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.stopc:
+			return nil, ErrStopped
+		}
+	}
+	return res.resp.(*pb.CompactionResponse), nil
+}
+
+func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
+	id := s.reqIDs.get()
+	req.Header = &pb.RequestHeader{ID: id}
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return applyResult{}, err
+	}
+	if len(data) > s.cfg.MaxRequestBytes {
+		return applyResult{}, ErrRequestTooLarge
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
+		defer cancel()
+	}
+	ch := s.waiters.register(id)
+	if err := s.node.Propose(ctx, data); err != nil {
+		s.waiters.cancel(id)
+		return applyResult{}, s.proposeError(ctx, err)
+	}
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-ctx.Done():
+		s.waiters.cancel(id)
+		return applyResult{}, s.proposeError(ctx, ctx.Err())
+	case <-s.stopc:
+		return applyResult{}, ErrStopped
+	}
+}
+
+// proposeError turns a failed or timed-out proposal into etcd's error.
+func (s *Server) proposeError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrProposalDropped) || s.leaderID.Load() == 0:
+		return ErrNoLeader
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrTimeout
+	case errors.Is(err, context.Canceled):
+		return ctx.Err()
+	case errors.Is(err, raft.ErrStopped):
+		return ErrStopped
+	}
+	return err
+}
+
+// LinearizableReadNotify returns once this member has applied everything
+// committed before the call, as confirmed by the leader (ReadIndex).
+// Concurrent callers share one ReadIndex round.
+func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case s.readc <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return ErrStopped
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return ErrStopped
+	}
+}
+
+// readIndexLoop batches the waiting linearizable reads into ReadIndex rounds.
+func (s *Server) readIndexLoop() {
+	defer s.wg.Done()
+	var seq uint64
+	for {
+		var batch []chan error
+		select {
+		case <-s.stopc:
+			return
+		case first := <-s.readc:
+			batch = append(batch, first)
+		}
+	drain:
+		for {
+			select {
+			case more := <-s.readc:
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		seq++
+		err := s.readIndex(seq)
+		for _, ch := range batch {
+			ch <- err
+		}
+	}
+}
+
+// readIndex runs one ReadIndex round and waits until it is applied.
+func (s *Server) readIndex(seq uint64) error {
+	rctx := binary.BigEndian.AppendUint64(nil, seq)
+	timeout := time.NewTimer(s.requestTimeout())
+	defer timeout.Stop()
+	retry := time.NewTicker(s.cfg.ElectionTimeout / 2)
+	defer retry.Stop()
+	send := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ElectionTimeout)
+		defer cancel()
+		return s.node.ReadIndex(ctx, rctx)
+	}
+	if err := send(); err != nil {
+		return s.proposeError(context.Background(), err)
+	}
+	for {
+		select {
+		case rs := <-s.readState:
+			if string(rs.RequestCtx) != string(rctx) {
+				continue // an older round's answer
+			}
+			select {
+			case <-s.applied.wait(rs.Index):
+				return nil
+			case <-timeout.C:
+				return ErrTimeout
+			case <-s.stopc:
+				return ErrStopped
+			}
+		case <-retry.C:
+			if s.leaderID.Load() == 0 {
+				continue
+			}
+			send() // the request may have been dropped during an election
+		case <-timeout.C:
+			if s.leaderID.Load() == 0 {
+				return ErrNoLeader
+			}
+			return ErrTimeout
+		case <-s.stopc:
+			return ErrStopped
+		}
+	}
+}
+
+// publishAttributes proposes this member's name and client URLs until the
+// cluster has them.
+func (s *Server) publishAttributes() {
+	defer s.wg.Done()
+	req := &pb.InternalRaftRequest{ClusterMemberAttrSet: &membershippb.ClusterMemberAttrSetRequest{
+		Member_ID:        s.id,
+		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.AdvertiseClientURLs},
+	}}
+	for !s.stopping() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+		_, err := s.Propose(ctx, proto.Clone(req).(*pb.InternalRaftRequest))
+		cancel()
+		if err == nil {
+			s.log.Info("published member attributes", "name", s.cfg.Name, "client-urls", s.cfg.AdvertiseClientURLs)
+			return
+		}
+		select {
+		case <-s.stopc:
+			return
+		case <-time.After(s.cfg.ElectionTimeout):
+		}
+	}
+}
+
+// Members returns the cluster's members.
+func (s *Server) Members() []Member { return s.members.list() }
+
+// Member returns one member.
+func (s *Server) Member(id uint64) (Member, bool) { return s.members.get(id) }
+
+// AppliedIndex and CommittedIndex report raft progress.
+func (s *Server) AppliedIndex() uint64 {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	return s.applied.applied
+}
+
+// CommittedIndex returns the last commit index this member knows.
+func (s *Server) CommittedIndex() uint64 { return s.commit.Load() }
+
+// RaftStatus returns raft's view of the cluster (progress of followers on
+// the leader).
+func (s *Server) RaftStatus() raft.Status { return s.node.Status() }

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/snapfmt"
+	"github.com/cairnkv/cairn/pkg/walfmt"
+)
+
+func newMetadata(id, clusterID uint64) *pb.Metadata {
+	return &pb.Metadata{NodeID: proto.Uint64(id), ClusterID: proto.Uint64(clusterID)}
+}
+
+// encodeMemberContext is the context of a conf change that adds m: the
+// member's JSON, as etcd puts it there.
+func encodeMemberContext(m Member) ([]byte, error) { return json.Marshal(m) }
+
+// raftLoop drives raft: ticks, and for each Ready persists, sends, hands
+// committed entries to the apply loop and advances.
+func (s *Server) raftLoop() {
+	defer s.wg.Done()
+	ticker := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case <-ticker.C:
+			s.node.Tick()
+		case rd := <-s.node.Ready():
+			if err := s.handleReady(rd); err != nil {
+				s.fatal(err)
+				return
+			}
+			s.node.Advance()
+		}
+	}
+}
+
+func (s *Server) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		old := s.leaderID.Swap(rd.SoftState.Lead)
+		if old != rd.SoftState.Lead {
+			s.onLeaderChange(old, rd.SoftState.Lead)
+		}
+	}
+	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+		s.term.Store(rd.HardState.GetTerm())
+		s.commit.Store(rd.HardState.GetCommit())
+	}
+	for _, rs := range rd.ReadStates {
+		select {
+		case s.readState <- rs:
+		default: // nobody waits for it any more
+		}
+	}
+	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		if err := s.persistSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
+		return fmt.Errorf("save wal: %w", err)
+	}
+	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("apply snapshot to raft storage: %w", err)
+		}
+	}
+	if err := s.storage.Append(rd.Entries); err != nil {
+		return fmt.Errorf("append to raft storage: %w", err)
+	}
+	s.transport.Send(rd.Messages)
+	if len(rd.CommittedEntries) > 0 || (rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)) {
+		ap := toApply{entries: rd.CommittedEntries}
+		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			ap.snapshot = rd.Snapshot
+		}
+		select {
+		case s.applyc <- ap:
+		case <-s.stopc:
+			return nil
+		}
+	}
+	return nil
+}
+
+func (s *Server) onLeaderChange(old, lead uint64) {
+	switch {
+	case lead == s.id:
+		s.log.Info("became leader", "term", s.term.Load())
+	case lead == 0:
+		s.log.Warn("lost the leader", "previous", fmt.Sprintf("%x", old))
+	default:
+		s.log.Info("following a leader", "leader", fmt.Sprintf("%x", lead))
+	}
+	s.leaderChanged(lead)
+}
+
+// persistSnapshot writes a snapshot received from the leader: the .snap file
+// and its WAL record, before the WAL entries after it.
+func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
+	md := snap.GetMetadata()
+	if _, err := snapfmt.Write(s.cfg.snapDir(), snap); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
+	return s.wal.SaveSnapshot(walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()})
+}
+
+// loadSnapshot finds the newest .snap file the WAL also records.
+func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
+	snap, _, skipped, err := snapfmt.LoadNewest(s.cfg.snapDir())
+	for _, sk := range skipped {
+		s.log.Warn("skipping a damaged snapshot file", "path", sk.Path, "err", sk.Err)
+	}
+	if errors.Is(err, snapfmt.ErrNoSnapshot) {
+		return nil, walfmt.Snapshot{}, nil
+	}
+	if err != nil {
+		return nil, walfmt.Snapshot{}, err
+	}
+	md := snap.GetMetadata()
+	return snap, walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm()}, nil
+}
+
+// Process steps a message from a peer (transport.Raft).
+func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
+	if s.members.isRemoved(m.GetFrom()) {
+		return ErrMemberIDRemoved
+	}
+	return s.node.Step(ctx, m)
+}
+
+// ReceiveSnapshot stores the db that comes with a snapshot message as
+// <index>.snap.db, then steps the message (transport.Raft).
+func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.Reader) error {
+	index := m.GetSnapshot().GetMetadata().GetIndex()
+	path := s.receivedDBPath(index)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, db)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save snapshot db: %w", err)
+	}
+	s.log.Info("received snapshot", "from", fmt.Sprintf("%x", m.GetFrom()), "index", index, "bytes", n)
+	return s.node.Step(ctx, m)
+}
+
+func (s *Server) receivedDBPath(index uint64) string {
+	return filepath.Join(s.cfg.snapDir(), fmt.Sprintf("%016x.snap.db", index))
+}
+
+// ReportUnreachable tells raft a peer could not be reached (transport.Raft).
+func (s *Server) ReportUnreachable(id uint64) { s.node.ReportUnreachable(id) }
+
+// ReportSnapshot tells raft how sending a snapshot went (transport.Raft).
+func (s *Server) ReportSnapshot(id uint64, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	s.node.ReportSnapshot(id, status)
+}
+
+// openSnapshotDB streams the current db to go with an outgoing snapshot.
+// The db is at least as new as the snapshot, which is all raft needs.
+func (s *Server) openSnapshotDB(*raftpb.Message) (io.ReadCloser, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := s.st().Backend().WriteSnapshot(pw)
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
+}
+
+// raftLogger sends raft's log lines to slog.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)                 {}
+func (r raftLogger) Debugf(format string, v ...any) {}
+func (r raftLogger) Info(v ...any)                  {}
+func (r raftLogger) Infof(format string, v ...any)  {}
+func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(format string, v ...any) {
+	r.l.Warn(fmt.Sprintf(format, v...))
+}
+func (r raftLogger) Error(v ...any)                 { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(format string, v ...any) { r.l.Error(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Fatal(v ...any)                 { r.l.Error(fmt.Sprint(v...)); panic(fmt.Sprint(v...)) }
+func (r raftLogger) Fatalf(format string, v ...any) {
+	r.l.Error(fmt.Sprintf(format, v...))
+	panic(fmt.Sprintf(format, v...))
+}
+func (r raftLogger) Panic(v ...any) { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(format string, v ...any) {
+	panic(fmt.Sprintf(format, v...))
+}

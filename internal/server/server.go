@@ -1,0 +1,346 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnkv/cairn/internal/lease"
+	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/walfmt"
+)
+
+// Server is one running member.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	id        uint64
+	clusterID uint64
+
+	store   atomic.Pointer[store.Store] // replaced when a snapshot is installed
+	members *membership
+
+	node      raft.Node
+	storage   *raft.MemoryStorage
+	wal       *walfmt.Writer
+	transport *transport.Transport
+	peerSrv   []*http.Server
+
+	reqIDs  *requestIDs
+	waiters *waiters
+	applied *appliedWaiters
+
+	leaderID atomic.Uint64
+	term     atomic.Uint64
+	commit   atomic.Uint64
+
+	applyc    chan toApply
+	readc     chan chan error // linearizable read requests
+	readState chan raft.ReadState
+
+	// apply-loop state
+	appliedIndex  uint64
+	appliedTerm   uint64
+	snapshotIndex uint64
+	confState     *raftpb.ConfState
+
+	alarms *alarms
+	lessor *lease.Lessor
+
+	stopOnce sync.Once
+	stopc    chan struct{}
+	wg       sync.WaitGroup
+	errc     chan error
+}
+
+type toApply struct {
+	snapshot *raftpb.Snapshot
+	entries  []*raftpb.Entry
+}
+
+// Start bootstraps or restarts the member from cfg.DataDir and starts its
+// raft and apply loops and its peer listeners.
+func Start(cfg Config) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
+		waiters: newWaiters(), applied: newAppliedWaiters(),
+		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
+		stopc: make(chan struct{}), errc: make(chan error, 1),
+	}
+	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
+	}
+	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: cfg.dbPath()}, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.store.Store(st)
+	if err := createBuckets(st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.alarms = newAlarms()
+	if err := s.alarms.load(st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	minTTL := lease.MinTTL(int(cfg.ElectionTimeout/cfg.HeartbeatInterval), cfg.HeartbeatInterval)
+	if s.lessor, err = lease.New(st, lease.Config{MinTTL: minTTL}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.bootstrap(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.reqIDs = newRequestIDs(s.id)
+	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.log)
+	s.transport.Routes = map[string]http.Handler{
+		pathMembers:    http.HandlerFunc(s.serveMembers),
+		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
+		pathLeaseTTL:   http.HandlerFunc(s.serveLeaseTTL),
+		pathPromote:    http.HandlerFunc(s.servePromote),
+	}
+	for _, m := range s.members.list() {
+		s.transport.AddPeer(m.ID, m.PeerURLs)
+	}
+	if err := s.listenPeers(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.wg.Add(4)
+	go s.raftLoop()
+	go s.applyLoop()
+	go s.readIndexLoop()
+	go s.leaseLoop()
+	s.wg.Add(1)
+	go s.publishAttributes()
+	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {
+		s.wg.Add(1)
+		go s.autoCompactLoop(ac)
+	}
+	s.log.Info("member started", "name", cfg.Name, "id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", s.clusterID), "data-dir", cfg.DataDir)
+	return s, nil
+}
+
+// bootstrap starts raft from the WAL and snapshot, or creates them.
+func (s *Server) bootstrap() error {
+	segs, _ := walfmt.ListSegments(s.cfg.walDir())
+	if len(segs) > 0 {
+		return s.restart()
+	}
+	if s.cfg.InitialClusterState == "existing" {
+		return s.join()
+	}
+	return s.startNew()
+}
+
+func (s *Server) raftConfig() *raft.Config {
+	return &raft.Config{
+		ID:              s.id,
+		ElectionTick:    int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
+		HeartbeatTick:   1,
+		Storage:         s.storage,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 512,
+		CheckQuorum:     true,
+		PreVote:         true,
+		Logger:          raftLogger{s.log},
+	}
+}
+
+// startNew creates the WAL of a member of a new cluster.
+func (s *Server) startNew() error {
+	initial, err := ParseInitialCluster(s.cfg.InitialCluster)
+	if err != nil {
+		return err
+	}
+	var ids []uint64
+	var peers []raft.Peer
+	for name, urls := range initial {
+		m := Member{ID: MemberID(urls, s.cfg.InitialClusterToken, 0), Name: name, PeerURLs: urls}
+		ids = append(ids, m.ID)
+		if name == s.cfg.Name {
+			s.id = m.ID
+		}
+		ctx, err := encodeMemberContext(m)
+		if err != nil {
+			return err
+		}
+		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
+		s.members.members[m.ID] = &m
+	}
+	s.clusterID = ClusterID(ids)
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	s.confState = &raftpb.ConfState{}
+	s.node = raft.StartNode(s.raftConfig(), peers)
+	return nil
+}
+
+// restart resumes from the newest snapshot and the WAL after it.
+func (s *Server) restart() error {
+	snap, walSnap, err := s.loadSnapshot()
+	if err != nil {
+		return err
+	}
+	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+	if errors.Is(err, walfmt.ErrTornFrame) {
+		res, rerr := walfmt.Repair(s.cfg.walDir())
+		if rerr != nil {
+			return fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)
+		}
+		s.log.Warn("repaired torn wal tail", "segment", res.Segment, "offset", res.Offset, "cut-bytes", res.CutBytes, "saved-to", res.BrokenPath)
+		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+	}
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	s.id, s.clusterID = rr.Metadata.GetNodeID(), rr.Metadata.GetClusterID()
+	if snap != nil {
+		if err := s.storage.ApplySnapshot(snap); err != nil {
+			return err
+		}
+		s.snapshotIndex = snap.GetMetadata().GetIndex()
+		s.confState = snap.GetMetadata().GetConfState()
+	} else {
+		s.confState = &raftpb.ConfState{}
+	}
+	if rr.HardState != nil {
+		if err := s.storage.SetHardState(rr.HardState); err != nil {
+			return err
+		}
+	}
+	if err := s.storage.Append(rr.Entries); err != nil {
+		return err
+	}
+	ci, term := s.st().ConsistentIndex()
+	if ci < s.snapshotIndex {
+		return fmt.Errorf("%w: the db is at raft index %d, older than the snapshot at %d", ErrCorruptedDataDir, ci, s.snapshotIndex)
+	}
+	s.appliedIndex, s.appliedTerm = ci, term
+	if err := s.members.load(s.st()); err != nil {
+		return err
+	}
+	s.node = raft.RestartNode(s.raftConfig())
+	s.log.Info("restarted from the data dir", "snapshot-index", s.snapshotIndex, "applied-index", ci, "wal-entries", len(rr.Entries))
+	return nil
+}
+
+// createBuckets adds the buckets the member keeps besides the store's own.
+func createBuckets(st *store.Store) error {
+	w := st.Write()
+	for _, b := range [][]byte{store.BucketAlarm, store.BucketCluster, store.BucketMembers, store.BucketMembersRemoved,
+		store.BucketAuth, store.BucketAuthUsers, store.BucketAuthRoles} {
+		if err := w.Backend().CreateBucket(b); err != nil {
+			w.End()
+			return err
+		}
+	}
+	return w.End()
+}
+
+func (s *Server) st() *store.Store { return s.store.Load() }
+
+// listenPeers serves the transport on every --listen-peer-urls.
+func (s *Server) listenPeers() error {
+	for _, u := range s.cfg.ListenPeerURLs {
+		pu, _ := url.Parse(u)
+		ln, err := net.Listen("tcp", pu.Host)
+		if err != nil {
+			return fmt.Errorf("listen on peer URL %s: %w", u, err)
+		}
+		srv := &http.Server{Handler: s.transport.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		s.peerSrv = append(s.peerSrv, srv)
+		go srv.Serve(ln)
+	}
+	return nil
+}
+
+// ID returns the member's ID.
+func (s *Server) ID() uint64 { return s.id }
+
+// ClusterID returns the cluster's ID.
+func (s *Server) ClusterID() uint64 { return s.clusterID }
+
+// Leader returns the ID of the current leader (0: none known).
+func (s *Server) Leader() uint64 { return s.leaderID.Load() }
+
+// Term returns the current raft term.
+func (s *Server) Term() uint64 { return s.term.Load() }
+
+// Store returns the member's MVCC store.
+func (s *Server) Store() *store.Store { return s.st() }
+
+// Config returns the member's configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// Done is closed when the member stops, on Stop or on a fatal error.
+func (s *Server) Done() <-chan struct{} { return s.stopc }
+
+// Err returns the fatal error that stopped the member, if any.
+func (s *Server) Err() error {
+	select {
+	case err := <-s.errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (s *Server) fatal(err error) {
+	s.log.Error("member stopping on a fatal error", "err", err)
+	select {
+	case s.errc <- err:
+	default:
+	}
+	s.stopOnce.Do(func() { close(s.stopc) })
+}
+
+// Stop stops the member cleanly: loops end, the WAL and the db are synced
+// and closed.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() { close(s.stopc) })
+	for _, srv := range s.peerSrv {
+		srv.Close()
+	}
+	s.wg.Wait()
+	if s.transport != nil {
+		s.transport.Stop()
+	}
+	if s.node != nil {
+		s.node.Stop()
+	}
+	if s.wal != nil {
+		s.wal.Close()
+	}
+	s.st().Close()
+}
+
+func (s *Server) stopping() bool {
+	select {
+	case <-s.stopc:
+		return true
+	default:
+		return false
+	}
+}

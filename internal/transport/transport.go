@@ -1,0 +1,387 @@
+// Package transport carries raft messages and snapshots between members
+// over HTTP on the peer URLs. It knows nothing of keys: a snapshot is a
+// raft message plus an opaque stream (the db file).
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Paths served on the peer port.
+const (
+	PathMessages = "/raft/messages"
+	PathSnapshot = "/raft/snapshot"
+)
+
+// Headers every peer request carries.
+const (
+	HeaderClusterID = "X-Cairn-Cluster-ID"
+	HeaderFrom      = "X-Cairn-From"
+)
+
+// Raft is the member's side of the transport: what it does with what arrives.
+type Raft interface {
+	// Process steps a message received from a peer.
+	Process(ctx context.Context, m *raftpb.Message) error
+	// ReceiveSnapshot stores the db stream of a snapshot message, then steps
+	// the message.
+	ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.Reader) error
+	// ReportUnreachable and ReportSnapshot tell raft how sending went.
+	ReportUnreachable(id uint64)
+	ReportSnapshot(id uint64, failed bool)
+}
+
+// SnapshotSource opens the db stream that goes with an outgoing snapshot.
+type SnapshotSource func(m *raftpb.Message) (io.ReadCloser, error)
+
+// Transport sends to and receives from the peers of one member.
+type Transport struct {
+	ClusterID uint64
+	MemberID  uint64
+	Raft      Raft
+	Snapshot  SnapshotSource
+	// Routes are further handlers of the member's own on the peer port
+	// (the member list for joining members, lease forwarding).
+	Routes map[string]http.Handler
+	Log    *slog.Logger
+
+	client *http.Client
+	mu     sync.RWMutex
+	peers  map[uint64]*peer
+}
+
+// New returns a transport; set the fields above before Start.
+func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, log *slog.Logger) *Transport {
+	return &Transport{
+		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
+		client: &http.Client{Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     time.Minute,
+		}},
+		peers: make(map[uint64]*peer),
+	}
+}
+
+// AddPeer starts sending to a peer at urls (replacing its URLs if known).
+func (t *Transport) AddPeer(id uint64, urls []string) {
+	if id == t.MemberID {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.peers[id]; ok {
+		p.setURLs(urls)
+		return
+	}
+	p := newPeer(t, id, urls)
+	t.peers[id] = p
+	go p.run()
+}
+
+// RemovePeer stops sending to a peer.
+func (t *Transport) RemovePeer(id uint64) {
+	t.mu.Lock()
+	p := t.peers[id]
+	delete(t.peers, id)
+	t.mu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+}
+
+// Send queues messages for their peers; it never blocks. Messages to an
+// unknown or overloaded peer are dropped and raft is told.
+func (t *Transport) Send(msgs []*raftpb.Message) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, m := range msgs {
+		to := m.GetTo()
+		if to == 0 || to == t.MemberID {
+			continue
+		}
+		p := t.peers[to]
+		if p == nil {
+			continue
+		}
+		if m.GetType() == raftpb.MessageType_MsgSnap {
+			go p.sendSnapshot(m)
+			continue
+		}
+		if !p.enqueue(m) {
+			t.Raft.ReportUnreachable(to)
+		}
+	}
+}
+
+// Stop stops every peer.
+func (t *Transport) Stop() {
+	t.mu.Lock()
+	peers := t.peers
+	t.peers = map[uint64]*peer{}
+	t.mu.Unlock()
+	for _, p := range peers {
+		p.stop()
+	}
+}
+
+// Handler serves the peer endpoints.
+func (t *Transport) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(PathMessages, t.serveMessages)
+	mux.HandleFunc(PathSnapshot, t.serveSnapshot)
+	for path, h := range t.Routes {
+		mux.Handle(path, h)
+	}
+	return mux
+}
+
+// checkCluster refuses requests from members of another cluster.
+func (t *Transport) checkCluster(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return false
+	}
+	got := r.Header.Get(HeaderClusterID)
+	if got != strconv.FormatUint(t.ClusterID, 16) {
+		http.Error(w, fmt.Sprintf("cluster ID mismatch: this member is in cluster %x, the request is from cluster %s", t.ClusterID, got), http.StatusPreconditionFailed)
+		return false
+	}
+	return true
+}
+
+func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
+	if !t.checkCluster(w, r) {
+		return
+	}
+	body := io.LimitReader(r.Body, 512<<20)
+	var lenBuf [4]byte
+	buf := make([]byte, 0, 4096)
+	for {
+		if _, err := io.ReadFull(body, lenBuf[:]); err != nil {
+			if err == io.EOF {
+				return
+			}
+			http.Error(w, "read message length: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		n := binary.BigEndian.Uint32(lenBuf[:])
+		if n > 256<<20 {
+			http.Error(w, "message too large", http.StatusBadRequest)
+			return
+		}
+		buf = append(buf[:0], make([]byte, n)...)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			http.Error(w, "read message: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		m := new(raftpb.Message)
+		if err := proto.Unmarshal(buf, m); err != nil {
+			http.Error(w, "decode message: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := t.Raft.Process(r.Context(), m); err != nil {
+			http.Error(w, "process: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+}
+
+func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	if !t.checkCluster(w, r) {
+		return
+	}
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(r.Body, lenBuf[:]); err != nil {
+		http.Error(w, "read snapshot message: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	n := binary.BigEndian.Uint32(lenBuf[:])
+	if n > 64<<20 {
+		http.Error(w, "snapshot message too large", http.StatusBadRequest)
+		return
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, buf); err != nil {
+		http.Error(w, "read snapshot message: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	m := new(raftpb.Message)
+	if err := proto.Unmarshal(buf, m); err != nil || m.GetType() != raftpb.MessageType_MsgSnap {
+		http.Error(w, "not a snapshot message", http.StatusBadRequest)
+		return
+	}
+	if err := t.Raft.ReceiveSnapshot(r.Context(), m, r.Body); err != nil {
+		t.Log.Warn("receiving snapshot failed", "from", fmt.Sprintf("%x", m.GetFrom()), "err", err)
+		http.Error(w, "receive snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// peer sends batches of messages to one member, one request at a time.
+type peer struct {
+	t    *Transport
+	id   uint64
+	mu   sync.Mutex
+	urls []string
+	next int // index of the URL to try next
+
+	queue chan *raftpb.Message
+	done  chan struct{}
+	once  sync.Once
+}
+
+const peerQueueSize = 4096
+
+func newPeer(t *Transport, id uint64, urls []string) *peer {
+	return &peer{t: t, id: id, urls: urls, queue: make(chan *raftpb.Message, peerQueueSize), done: make(chan struct{})}
+}
+
+func (p *peer) setURLs(urls []string) {
+	p.mu.Lock()
+	p.urls = urls
+	p.mu.Unlock()
+}
+
+func (p *peer) url() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.urls) == 0 {
+		return ""
+	}
+	return p.urls[p.next%len(p.urls)]
+}
+
+func (p *peer) rotate() {
+	p.mu.Lock()
+	p.next++
+	p.mu.Unlock()
+}
+
+func (p *peer) enqueue(m *raftpb.Message) bool {
+	select {
+	case p.queue <- m:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
+
+// run drains the queue, sending everything queued in one request.
+func (p *peer) run() {
+	var buf bytes.Buffer
+	for {
+		var first *raftpb.Message
+		select {
+		case <-p.done:
+			return
+		case first = <-p.queue:
+		}
+		buf.Reset()
+		batch := []*raftpb.Message{first}
+	more:
+		for len(batch) < 512 {
+			select {
+			case m := <-p.queue:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		for _, m := range batch {
+			data, err := proto.Marshal(m)
+			if err != nil {
+				continue
+			}
+			var lenBuf [4]byte
+			binary.BigEndian.PutUint32(lenBuf[:], uint32(len(data)))
+			buf.Write(lenBuf[:])
+			buf.Write(data)
+		}
+		if err := p.post(PathMessages, bytes.NewReader(buf.Bytes())); err != nil {
+			p.rotate()
+			p.t.Raft.ReportUnreachable(p.id)
+			for _, m := range batch {
+				if m.GetType() == raftpb.MessageType_MsgSnap {
+					p.t.Raft.ReportSnapshot(p.id, true)
+				}
+			}
+		}
+	}
+}
+
+func (p *peer) post(path string, body io.Reader) error {
+	u := p.url()
+	if u == "" {
+		return errors.New("peer has no URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if path == PathSnapshot {
+		cancel()
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(HeaderClusterID, strconv.FormatUint(p.t.ClusterID, 16))
+	req.Header.Set(HeaderFrom, strconv.FormatUint(p.t.MemberID, 16))
+	resp, err := p.t.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		if resp.StatusCode == http.StatusPreconditionFailed {
+			p.t.Log.Error("peer refused us", "peer", fmt.Sprintf("%x", p.id), "reason", string(bytes.TrimSpace(msg)))
+		}
+		return fmt.Errorf("peer %x: %s: %s", p.id, resp.Status, bytes.TrimSpace(msg))
+	}
+	io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+// sendSnapshot streams a snapshot message and its db to the peer.
+func (p *peer) sendSnapshot(m *raftpb.Message) {
+	db, err := p.t.Snapshot(m)
+	if err != nil {
+		p.t.Log.Error("opening snapshot to send failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
+		p.t.Raft.ReportSnapshot(p.id, true)
+		return
+	}
+	defer db.Close()
+	data, err := proto.Marshal(m)
+	if err != nil {
+		p.t.Raft.ReportSnapshot(p.id, true)
+		return
+	}
+	var lenBuf [4]byte
+	binary.BigEndian.PutUint32(lenBuf[:], uint32(len(data)))
+	body := io.MultiReader(bytes.NewReader(lenBuf[:]), bytes.NewReader(data), db)
+	if err := p.post(PathSnapshot, body); err != nil {
+		p.t.Log.Warn("sending snapshot failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
+		p.t.Raft.ReportSnapshot(p.id, true)
+		return
+	}
+	p.t.Log.Info("sent snapshot", "peer", fmt.Sprintf("%x", p.id), "index", m.GetSnapshot().GetMetadata().GetIndex())
+	p.t.Raft.ReportSnapshot(p.id, false)
+}
