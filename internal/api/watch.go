@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/pkg/store"
@@ -24,6 +26,7 @@ type watchServer struct {
 
 // Watch serves one multiplexed watch stream.
 func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse]) error {
+	replaced := ws.a.s.StoreReplaced()
 	st := ws.a.s.Store()
 	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{}}
 	defer w.ms.Close()
@@ -37,6 +40,10 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 			return err
 		case <-stream.Context().Done():
 			return stream.Context().Err()
+		case <-replaced:
+			// The member installed a snapshot: the client resumes its
+			// watchers on the new store from the revisions it has seen.
+			return status.Error(codes.Unavailable, "etcdserver: the member's store was replaced by a snapshot; watch again")
 		case <-ticker.C:
 			w.mu.Lock()
 			for id := range w.progress {

@@ -323,6 +323,8 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 		return fmt.Errorf("install snapshot at %d: %w", index, err)
 	}
 	s.store.Store(st)
+	next := make(chan struct{})
+	close(*s.replaced.Swap(&next))
 	if err := s.members.load(st); err != nil {
 		return err
 	}

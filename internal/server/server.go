@@ -29,6 +29,9 @@ type Server struct {
 	clusterID uint64
 
 	store   atomic.Pointer[store.Store] // replaced when a snapshot is installed
+	// replaced is closed (and renewed) when the store is replaced, so that
+	// watch streams on the old one end and their clients resume.
+	replaced atomic.Pointer[chan struct{}]
 	members *membership
 
 	node      raft.Node
@@ -90,6 +93,8 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.store.Store(st)
+	replaced := make(chan struct{})
+	s.replaced.Store(&replaced)
 	if err := createBuckets(st); err != nil {
 		st.Close()
 		return nil, err
@@ -290,6 +295,10 @@ func (s *Server) Term() uint64 { return s.term.Load() }
 
 // Store returns the member's MVCC store.
 func (s *Server) Store() *store.Store { return s.st() }
+
+// StoreReplaced returns a channel closed when the current store is replaced
+// by one received with a snapshot.
+func (s *Server) StoreReplaced() <-chan struct{} { return *s.replaced.Load() }
 
 // Config returns the member's configuration.
 func (s *Server) Config() Config { return s.cfg }
