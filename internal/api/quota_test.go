@@ -18,24 +18,7 @@ import (
 // NOSPACE and the alarm is raised; reads and deletes keep working; after a
 // compaction, a defragmentation and disarming the alarm, writes work again.
 func TestNoSpaceAlarm(t *testing.T) {
-	curl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	purl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	s, err := server.Start(server.Config{Name: "m1", DataDir: t.TempDir(), ListenClientURLs: []string{curl}, ListenPeerURLs: []string{purl},
-		QuotaBackendBytes: 2 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	a := New(s, nil)
-	if err := a.Serve([]string{curl}); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Stop()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	curl, _, cli := startMember(t, server.Config{QuotaBackendBytes: 2 << 20})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	value := strings.Repeat("x", 8192)

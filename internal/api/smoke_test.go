@@ -22,24 +22,35 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func TestSingleMemberInProcess(t *testing.T) {
-	cport, pport := freePort(t), freePort(t)
-	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cport), fmt.Sprintf("http://127.0.0.1:%d", pport)
-	s, err := server.Start(server.Config{Name: "m1", DataDir: t.TempDir(), ListenClientURLs: []string{curl}, ListenPeerURLs: []string{purl}})
+// startMember runs a single-member cluster in process with its client API,
+// stopped at the end of the test, and returns its client URL, the member
+// and a client of it.
+func startMember(t *testing.T, cfg server.Config) (string, *server.Server, *clientv3.Client) {
+	t.Helper()
+	curl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	cfg.Name, cfg.DataDir = "m1", t.TempDir()
+	cfg.ListenClientURLs = []string{curl}
+	cfg.ListenPeerURLs = []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	s, err := server.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
+	t.Cleanup(s.Stop)
 	a := New(s, nil)
 	if err := a.Serve([]string{curl}); err != nil {
 		t.Fatal(err)
 	}
-	defer a.Stop()
+	t.Cleanup(a.Stop)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { cli.Close() })
+	return curl, s, cli
+}
+
+func TestSingleMemberInProcess(t *testing.T) {
+	curl, s, cli := startMember(t, server.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "foo", "bar"); err != nil {

@@ -2,7 +2,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -26,6 +25,15 @@ and reads the data directories of cairn and etcd members offline
 	}
 	root.SetVersionTemplate(`{{ printf "%s" (versionText) }}`)
 	cobra.AddTemplateFunc("versionText", version.String)
+	g := addGlobalFlags(root)
+	addKVCommands(root, g)
+	addLeaseCommands(root, g)
+	addMemberCommands(root, g)
+	addEndpointCommands(root, g)
+	addMaintenanceCommands(root, g)
+	addAuthCommands(root, g)
+	addUtilityCommands(root)
+	root.AddCommand(newServeCommand())
 	return root
 }
 
@@ -38,8 +46,7 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
-		return 1
+		return reportError(stderr, err)
 	}
 	return 0
 }

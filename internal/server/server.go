@@ -28,11 +28,11 @@ type Server struct {
 	id        uint64
 	clusterID uint64
 
-	store   atomic.Pointer[store.Store] // replaced when a snapshot is installed
+	store atomic.Pointer[store.Store] // replaced when a snapshot is installed
 	// replaced is closed (and renewed) when the store is replaced, so that
 	// watch streams on the old one end and their clients resume.
 	replaced atomic.Pointer[chan struct{}]
-	members *membership
+	members  *membership
 
 	node      raft.Node
 	storage   *raft.MemoryStorage

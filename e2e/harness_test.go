@@ -1,0 +1,214 @@
+// Package e2e starts real `cairn serve` processes on 127.0.0.1 and talks to
+// them with the official etcd client.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// cairnBin is the binary built once for the whole package.
+var cairnBin string
+
+// TestMain builds cairn (with the race detector) unless CAIRN_BIN names a
+// binary to test instead.
+func TestMain(m *testing.M) {
+	if bin := os.Getenv("CAIRN_BIN"); bin != "" {
+		cairnBin = bin
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "cairn-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cairnBin = filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-race", "-o", cairnBin, "../cmd/cairn")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build cairn:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// member is one `cairn serve` process and its configuration.
+type member struct {
+	t       *testing.T
+	name    string
+	dataDir string
+	curl    string
+	purl    string
+	args    []string // the flags it is started with
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+func freeURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+// clusterOptions are the flags every member of a test cluster gets.
+type clusterOptions struct {
+	snapshotCount  int
+	catchUpEntries int
+}
+
+// newCluster starts n members and waits until they have a leader.
+func newCluster(t *testing.T, n int, opts clusterOptions) []*member {
+	t.Helper()
+	var ms []*member
+	var initial []string
+	for i := 1; i <= n; i++ {
+		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"), curl: freeURL(t), purl: freeURL(t)}
+		ms = append(ms, m)
+		initial = append(initial, m.name+"="+m.purl)
+	}
+	for _, m := range ms {
+		m.args = m.flags(strings.Join(initial, ","), "new", opts)
+		m.start()
+	}
+	waitHealthy(t, ms...)
+	return ms
+}
+
+func (m *member) flags(initialCluster, state string, opts clusterOptions) []string {
+	args := []string{"serve", "--name", m.name, "--data-dir", m.dataDir,
+		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
+		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl,
+		"--initial-cluster", initialCluster, "--initial-cluster-state", state,
+		"--heartbeat-interval", "50", "--election-timeout", "500", "--log-format", "text"}
+	if opts.snapshotCount > 0 {
+		args = append(args, "--snapshot-count", fmt.Sprint(opts.snapshotCount))
+	}
+	if opts.catchUpEntries > 0 {
+		args = append(args, "--snapshot-catchup-entries", fmt.Sprint(opts.catchUpEntries))
+	}
+	return args
+}
+
+// start runs the member's process; the test's cleanup kills it.
+func (m *member) start() {
+	m.t.Helper()
+	m.logPath = filepath.Join(m.t.TempDir(), m.name+".log")
+	logf, err := os.Create(m.logPath)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.cmd = exec.Command(cairnBin, m.args...)
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.exited = make(chan struct{})
+	go func() { m.cmd.Wait(); logf.Close(); close(m.exited) }()
+	m.t.Cleanup(func() { m.kill() })
+}
+
+// kill ends the process with SIGKILL, as a crash would.
+func (m *member) kill() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-m.exited:
+		return
+	default:
+	}
+	m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.exited
+}
+
+// stop ends the process with SIGTERM and waits for a clean exit.
+func (m *member) stop() {
+	m.t.Helper()
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		m.t.Fatalf("%s did not stop within 20s of SIGTERM", m.name)
+	}
+	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+		m.t.Errorf("%s exited with %d after SIGTERM; log:\n%s", m.name, code, m.log())
+	}
+}
+
+func (m *member) log() string {
+	b, _ := os.ReadFile(m.logPath)
+	return string(b)
+}
+
+// waitHealthy polls /health of each member until it reports a leader.
+func waitHealthy(t *testing.T, ms ...*member) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, m := range ms {
+		for {
+			resp, err := http.Get(m.curl + "/health")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-m.exited:
+				t.Fatalf("%s exited; log:\n%s", m.name, m.log())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not healthy within 30s; log:\n%s", m.name, m.log())
+			}
+			time.Sleep(50 * time.Millisecond) // polling a condition, not waiting for time to pass
+		}
+	}
+}
+
+func client(t *testing.T, ms ...*member) *clientv3.Client {
+	t.Helper()
+	var eps []string
+	for _, m := range ms {
+		eps = append(eps, m.curl)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// leader returns the member that is leader, by asking each for its status.
+func leader(t *testing.T, ms []*member) *member {
+	t.Helper()
+	for _, m := range ms {
+		cli := client(t, m)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := cli.Status(ctx, m.curl)
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return m
+		}
+	}
+	return nil
+}

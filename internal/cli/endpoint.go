@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/internal/client"
+)
+
+// addEndpointCommands attaches endpoint and its subcommands.
+func addEndpointCommands(root *cobra.Command, g *globalOptions) {
+	endpoint := &cobra.Command{
+		Use:   "endpoint <subcommand>",
+		Short: "Endpoint related commands",
+	}
+	var cluster bool
+	endpoint.PersistentFlags().BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
+	endpoint.AddCommand(newEndpointHealthCommand(g, &cluster), newEndpointStatusCommand(g, &cluster),
+		newEndpointHashKVCommand(g, &cluster))
+	addToGroup(root, maintenanceGroup, endpoint)
+}
+
+// targetEndpoints returns the endpoints a per-member command addresses:
+// those of the global flags, or with --cluster the client URLs of every
+// member, which then become the client's endpoints.
+func targetEndpoints(ctx context.Context, c *client.Client, cluster bool) ([]string, error) {
+	if !cluster {
+		return c.Endpoints(), nil
+	}
+	resp, err := c.Cluster.MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch endpoints from etcd cluster member list: %w", err)
+	}
+	var eps []string
+	for _, m := range resp.GetMembers() {
+		eps = append(eps, m.GetClientURLs()...)
+	}
+	if err := c.SetEndpoints(eps...); err != nil {
+		return nil, err
+	}
+	return eps, nil
+}
+
+// forEachEndpoint runs f on every endpoint concurrently, each with its own
+// command timeout, and returns the results in the order of eps.
+func forEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, c *client.Client, eps []string,
+	f func(ctx context.Context, ep string, conn grpc.ClientConnInterface) T) ([]T, error) {
+	conns := make([]grpc.ClientConnInterface, len(eps))
+	for i, ep := range eps {
+		conn, err := c.ForEndpoint(ep)
+		if err != nil {
+			return nil, err
+		}
+		conns[i] = conn
+	}
+	results := make([]T, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			ctx, cancel := g.commandContext(cmd)
+			defer cancel()
+			results[i] = f(ctx, ep, conns[i])
+		})
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// endpointHealth is the health of one endpoint, in etcdctl's JSON shape.
+type endpointHealth struct {
+	Endpoint string `json:"endpoint"`
+	Health   bool   `json:"health"`
+	Took     string `json:"took"`
+	Error    string `json:"error,omitempty"`
+}
+
+func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   "health",
+		Short: "Checks the healthiness of endpoints specified in `--endpoints` flag",
+		Example: `  cairn endpoint health
+  cairn endpoint health --cluster -w table`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				eps, err := targetEndpoints(ctx, c, *cluster)
+				cancel()
+				if err != nil {
+					return err
+				}
+				health, err := forEachEndpoint(cmd, g, c, eps, checkHealth)
+				if err != nil {
+					return err
+				}
+				if err := g.printer(cmd).print(&endpointHealthResult{health: health, stderr: cmd.ErrOrStderr()}); err != nil {
+					return err
+				}
+				for _, h := range health {
+					if !h.Health {
+						return errors.New("unhealthy cluster")
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// checkHealth reads a key through the member, which succeeds only when the
+// cluster has a quorum behind it, and checks that no alarm is raised.
+func checkHealth(ctx context.Context, ep string, conn grpc.ClientConnInterface) endpointHealth {
+	h := endpointHealth{Endpoint: ep}
+	start := time.Now()
+	_, err := pb.NewKVClient(conn).Range(ctx, &pb.RangeRequest{Key: []byte("health")})
+	// A member that checks permissions is answering: that is health enough.
+	h.Health = err == nil || errors.Is(err, rpctypes.ErrPermissionDenied)
+	if !h.Health {
+		h.Error = err.Error()
+	}
+	if h.Health {
+		resp, err := pb.NewMaintenanceClient(conn).Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
+		switch {
+		case err != nil:
+			h.Health, h.Error = false, "Unable to fetch the alarm list"
+		case len(resp.GetAlarms()) > 0:
+			h.Health, h.Error = false, "Active Alarm(s): "
+			for _, a := range resp.GetAlarms() {
+				switch a.GetAlarm() {
+				case pb.AlarmType_NOSPACE, pb.AlarmType_CORRUPT:
+					h.Error += a.GetAlarm().String() + " "
+				default:
+					h.Error += "UNKNOWN "
+				}
+			}
+		}
+	}
+	h.Took = time.Since(start).String()
+	return h
+}
+
+// endpointStatus is the status of one endpoint, in etcdctl's JSON shape.
+type endpointStatus struct {
+	Endpoint string             `json:"Endpoint"`
+	Status   *pb.StatusResponse `json:"Status"`
+}
+
+func newEndpointStatusCommand(g *globalOptions, cluster *bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Prints out the status of endpoints specified in `--endpoints` flag",
+		Long: `When --write-out is set to simple, this command prints out comma-separated status lists for each endpoint.
+The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.`,
+		Example: "  cairn endpoint status --cluster -w table",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				eps, err := targetEndpoints(ctx, c, *cluster)
+				cancel()
+				if err != nil {
+					return err
+				}
+				var failed atomic.Bool
+				statuses, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *endpointStatus {
+					resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+					if err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the status of endpoint %s (%v)\n", ep, err)
+						failed.Store(true)
+						return nil
+					}
+					return &endpointStatus{Endpoint: ep, Status: resp}
+				})
+				if err != nil {
+					return err
+				}
+				if err := g.printer(cmd).print(&endpointStatusResult{statuses: withoutNil(statuses)}); err != nil {
+					return err
+				}
+				if failed.Load() {
+					return errSilent
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// endpointHashKV is the KV hash of one endpoint, in etcdctl's JSON shape.
+type endpointHashKV struct {
+	Endpoint string             `json:"Endpoint"`
+	HashKV   *pb.HashKVResponse `json:"HashKV"`
+}
+
+func newEndpointHashKVCommand(g *globalOptions, cluster *bool) *cobra.Command {
+	var rev int64
+	cmd := &cobra.Command{
+		Use:     "hashkv",
+		Short:   "Prints the KV history hash for each endpoint in --endpoints",
+		Example: "  cairn endpoint hashkv --cluster --rev 1000",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				eps, err := targetEndpoints(ctx, c, *cluster)
+				cancel()
+				if err != nil {
+					return err
+				}
+				var failure atomic.Value // the last error
+				hashes, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *endpointHashKV {
+					resp, err := pb.NewMaintenanceClient(conn).HashKV(ctx, &pb.HashKVRequest{Revision: rev})
+					if err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the hash of endpoint %s (%v)\n", ep, err)
+						failure.Store(err)
+						return nil
+					}
+					return &endpointHashKV{Endpoint: ep, HashKV: resp}
+				})
+				if err != nil {
+					return err
+				}
+				if err := g.printer(cmd).print(&endpointHashKVResult{hashes: withoutNil(hashes)}); err != nil {
+					return err
+				}
+				if err, ok := failure.Load().(error); ok {
+					return err
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
+	return cmd
+}
+
+// withoutNil drops the nil entries of s.
+func withoutNil[T any](s []*T) []*T {
+	var out []*T
+	for _, v := range s {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+type (
+	endpointHealthResult struct {
+		health []endpointHealth
+		stderr io.Writer // where the simple format reports unhealthy endpoints
+	}
+	endpointStatusResult struct{ statuses []*endpointStatus }
+	endpointHashKVResult struct{ hashes []*endpointHashKV }
+)
+
+// humanBytes writes a size in SI units, as "20 kB" or "2.1 GB".
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < 10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	exp := 0
+	value := float64(n)
+	for value >= unit && exp < len(units)-1 {
+		value /= unit
+		exp++
+	}
+	value = float64(int64(value*10+0.5)) / 10
+	if value < 10 {
+		return fmt.Sprintf("%.1f %s", value, units[exp])
+	}
+	return fmt.Sprintf("%.0f %s", value, units[exp])
+}
+
+// statusRow is the row of one endpoint status in the simple and table formats.
+func statusRow(s *endpointStatus) []string {
+	st := s.Status
+	var notInUse string
+	if st.GetDbSize() > 0 {
+		notInUse = fmt.Sprintf("%d%%", 100-st.GetDbSizeInUse()*100/st.GetDbSize())
+	}
+	return []string{
+		s.Endpoint,
+		fmt.Sprintf("%x", st.GetHeader().GetMemberId()),
+		st.GetVersion(),
+		st.GetStorageVersion(),
+		humanBytes(st.GetDbSize()),
+		humanBytes(st.GetDbSizeInUse()),
+		notInUse,
+		humanBytes(st.GetDbSizeQuota()),
+		fmt.Sprint(st.GetLeader() == st.GetHeader().GetMemberId()),
+		fmt.Sprint(st.GetIsLearner()),
+		fmt.Sprint(st.GetRaftTerm()),
+		fmt.Sprint(st.GetRaftIndex()),
+		fmt.Sprint(st.GetRaftAppliedIndex()),
+		strings.Join(st.GetErrors(), ", "),
+		st.GetDowngradeInfo().GetTargetVersion(),
+		fmt.Sprint(st.GetDowngradeInfo().GetEnabled()),
+	}
+}

@@ -1,0 +1,350 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/internal/client"
+)
+
+// addMaintenanceCommands attaches alarm, defrag, snapshot save and
+// move-leader.
+func addMaintenanceCommands(root *cobra.Command, g *globalOptions) {
+	alarm := &cobra.Command{
+		Use:   "alarm <subcommand>",
+		Short: "Alarm related commands",
+	}
+	alarm.AddCommand(newAlarmListCommand(g), newAlarmDisarmCommand(g))
+	snapshot := subcommandGroup(root, "snapshot", "Manages etcd node snapshots")
+	snapshot.AddCommand(newSnapshotSaveCommand(g))
+	addToGroup(root, maintenanceGroup, alarm, newDefragCommand(g), newMoveLeaderCommand(g), snapshot)
+}
+
+// subcommandGroup returns root's child command called name, creating it if
+// needed, so that command groups shared with other files (snapshot) are
+// built in any order.
+func subcommandGroup(root *cobra.Command, name, short string) *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	group := &cobra.Command{Use: name + " <subcommand>", Short: short}
+	root.AddCommand(group)
+	return group
+}
+
+func newAlarmListCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "Lists all alarms",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return badArgs("alarm list command accepts no arguments")
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Maintenance.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&alarmResult{resp: resp})
+			})
+		},
+	}
+}
+
+func newAlarmDisarmCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "disarm",
+		Short: "Disarms all alarms",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return badArgs("alarm disarm command accepts no arguments")
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := disarmAll(ctx, c)
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&alarmResult{resp: resp})
+			})
+		},
+	}
+}
+
+// disarmAll deactivates every raised alarm and returns the response to the
+// last deactivation (an empty response when there was no alarm).
+func disarmAll(ctx context.Context, c *client.Client) (*pb.AlarmResponse, error) {
+	list, err := c.Maintenance.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.AlarmResponse{}
+	for _, a := range list.GetAlarms() {
+		resp, err = c.Maintenance.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_DEACTIVATE,
+			MemberID: a.GetMemberID(), Alarm: a.GetAlarm()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+func newDefragCommand(g *globalOptions) *cobra.Command {
+	var cluster bool
+	cmd := &cobra.Command{
+		Use:   "defrag",
+		Short: "Defragments the storage of the etcd members with given endpoints",
+		Example: `  cairn defrag
+  cairn defrag --cluster`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				eps, err := targetEndpoints(ctx, c, cluster)
+				cancel()
+				if err != nil {
+					return err
+				}
+				failed := false
+				for _, ep := range eps {
+					if !defragment(cmd, g, c, ep) {
+						failed = true
+					}
+				}
+				if failed {
+					return errSilent
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
+	return cmd
+}
+
+// defragment defragments one member, online, and reports how it went.
+func defragment(cmd *cobra.Command, g *globalOptions, c *client.Client, ep string) bool {
+	conn, err := c.ForEndpoint(ep)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Failed to defragment etcd member[%s]. took 0s. (%v)\n", ep, err)
+		return false
+	}
+	ctx, cancel := g.commandContext(cmd)
+	defer cancel()
+	start := time.Now()
+	_, err = pb.NewMaintenanceClient(conn).Defragment(ctx, &pb.DefragmentRequest{})
+	took := time.Since(start)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, took, err)
+		return false
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Finished defragmenting etcd member[%s]. took %s\n", ep, took)
+	return true
+}
+
+func newSnapshotSaveCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "save <filename>",
+		Short: "Stores an etcd node backend snapshot to a given file",
+		Example: `  # Save snapshot to a given file
+  cairn snapshot save /backup/etcd-snapshot.db
+
+  # Get snapshot from given address with certificates
+  cairn --endpoints=https://127.0.0.1:2379 --cacert=/etc/etcd/ca.crt --cert=/etc/etcd/etcd.crt --key=/etc/etcd/etcd.key snapshot save /backup/etcd-snapshot.db`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badArgs("snapshot save expects one argument <filename>")
+			}
+			if eps := g.endpoints(); len(eps) != 1 {
+				return badArgs("snapshot must be requested to one selected node, not multiple %v", eps)
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				// The transfer of a large database may take long: the dial
+				// timeout bounds connecting, nothing bounds the download.
+				version, err := saveSnapshot(cmd.Context(), c, args[0], cmd.ErrOrStderr())
+				if err != nil {
+					return withCode(exitInterrupted, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Snapshot saved at %s\n", args[0])
+				if version != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "Server version %s\n", version)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// saveSnapshot streams the member's database into path: first into
+// path.part, checked against the sha256 the server appends, synced, then
+// renamed into place. It reports progress on progress and returns the
+// storage version of the member.
+func saveSnapshot(ctx context.Context, c *client.Client, path string, progress io.Writer) (string, error) {
+	part := path + ".part"
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("could not open %s (%v)", part, err)
+	}
+	defer os.Remove(part) // no-op after the rename
+	defer f.Close()
+
+	stream, err := c.Maintenance.Snapshot(ctx, &pb.SnapshotRequest{})
+	if err != nil {
+		return "", err
+	}
+	check := &trailerHasher{hash: sha256.New()}
+	var size int64
+	var version string
+	report := newProgressReporter(progress)
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if v := resp.GetVersion(); v != "" {
+			version = v
+		}
+		blob := resp.GetBlob()
+		if _, err := f.Write(blob); err != nil {
+			return "", err
+		}
+		check.Write(blob)
+		size += int64(len(blob))
+		report(size)
+	}
+	if !check.valid() {
+		return "", errors.New("snapshot is corrupt: its sha256 does not match its content")
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(part, path); err != nil {
+		return "", err
+	}
+	report(-1)
+	return version, nil
+}
+
+// trailerHasher hashes a stream except its last sha256.Size bytes, the
+// trailer, which it keeps aside.
+type trailerHasher struct {
+	hash hash.Hash
+	tail []byte // the last bytes written, up to sha256.Size of them
+}
+
+func (t *trailerHasher) Write(b []byte) (int, error) {
+	t.tail = append(t.tail, b...)
+	if extra := len(t.tail) - sha256.Size; extra > 0 {
+		t.hash.Write(t.tail[:extra])
+		t.tail = append(t.tail[:0], t.tail[extra:]...)
+	}
+	return len(b), nil
+}
+
+// valid says whether the trailer is the sha256 of what precedes it.
+func (t *trailerHasher) valid() bool {
+	return len(t.tail) == sha256.Size && bytes.Equal(t.hash.Sum(nil), t.tail)
+}
+
+// newProgressReporter returns a function that shows how many bytes have
+// arrived, at most twice a second, and ends the line when given -1. It
+// shows nothing unless w is a terminal.
+func newProgressReporter(w io.Writer) func(size int64) {
+	if !isTerminal(w) {
+		return func(int64) {}
+	}
+	var last time.Time
+	var shown bool
+	return func(size int64) {
+		if size < 0 {
+			if shown {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		if time.Since(last) < 500*time.Millisecond {
+			return
+		}
+		last, shown = time.Now(), true
+		fmt.Fprintf(w, "\rreceived %s", humanBytes(size))
+	}
+}
+
+func newMoveLeaderCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "move-leader <transferee-member-id>",
+		Short:   "Transfers leadership to another etcd cluster member.",
+		Example: "  cairn move-leader 8e9e05c52164694d --endpoints=$ALL_MEMBERS",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badArgs("move-leader command needs 1 argument")
+			}
+			target, err := strconv.ParseUint(args[0], 16, 64)
+			if err != nil {
+				return badArgs("%v", err)
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				leader, leaderConn, err := findLeader(ctx, c)
+				if err != nil {
+					return err
+				}
+				resp, err := pb.NewMaintenanceClient(leaderConn).MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: target})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&moveLeaderResult{from: leader, to: target, resp: resp})
+			})
+		},
+	}
+}
+
+// findLeader asks each endpoint for its status and returns the ID of the
+// leader and a connection to it; the leader must be among the endpoints.
+func findLeader(ctx context.Context, c *client.Client) (uint64, grpc.ClientConnInterface, error) {
+	for _, ep := range c.Endpoints() {
+		conn, err := c.ForEndpoint(ep)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+		if err != nil {
+			return 0, nil, err
+		}
+		if id := resp.GetHeader().GetMemberId(); id == resp.GetLeader() {
+			return id, conn, nil
+		}
+	}
+	return 0, nil, badArgs("no leader endpoint given at %v", c.Endpoints())
+}
+
+type (
+	alarmResult      struct{ resp *pb.AlarmResponse }
+	moveLeaderResult struct {
+		from, to uint64
+		resp     *pb.MoveLeaderResponse
+	}
+)

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/client"
+)
+
+// addMemberCommands attaches member and its subcommands.
+func addMemberCommands(root *cobra.Command, g *globalOptions) {
+	member := &cobra.Command{
+		Use:   "member <subcommand>",
+		Short: "Membership related commands",
+	}
+	member.AddCommand(newMemberAddCommand(g), newMemberRemoveCommand(g), newMemberUpdateCommand(g),
+		newMemberListCommand(g), newMemberPromoteCommand(g))
+	addToGroup(root, maintenanceGroup, member)
+}
+
+// memberIDArg parses the member ID argument, in hexadecimal.
+func memberIDArg(args []string) (uint64, error) {
+	if len(args) != 1 {
+		return 0, badArgs("member ID is not provided")
+	}
+	id, err := strconv.ParseUint(args[0], 16, 64)
+	if err != nil {
+		return 0, badArgs("bad member ID arg (%v), expecting ID in Hex", err)
+	}
+	return id, nil
+}
+
+// splitURLs splits a comma-separated list of URLs.
+func splitURLs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func newMemberAddCommand(g *globalOptions) *cobra.Command {
+	var peerURLs string
+	var learner bool
+	cmd := &cobra.Command{
+		Use:   "add <memberName> [options]",
+		Short: "Adds a member into the cluster",
+		Example: `  cairn member add m4 --peer-urls=http://10.0.0.4:2380
+  cairn member add m4 --peer-urls=http://10.0.0.4:2380 --learner`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return badArgs("member name not provided")
+			}
+			if len(args) > 1 {
+				msg := "too many arguments"
+				for _, arg := range args[1:] {
+					if strings.HasPrefix(arg, "http") {
+						msg += ", did you mean --peer-urls=" + arg
+					}
+				}
+				return badArgs("%s", msg)
+			}
+			urls := splitURLs(peerURLs)
+			if len(urls) == 0 {
+				return badArgs("member peer urls not provided")
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Cluster.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: urls, IsLearner: learner})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&memberAddResult{resp: resp, name: args[0]})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the new member.")
+	cmd.Flags().BoolVar(&learner, "learner", false, "indicates if the new member is raft learner")
+	return cmd
+}
+
+func newMemberRemoveCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove <memberID>",
+		Short:   "Removes a member from the cluster",
+		Example: "  cairn member remove 8e9e05c52164694d",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := memberIDArg(args)
+			if err != nil {
+				return err
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "removed from", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
+			})
+		},
+	}
+}
+
+func newMemberUpdateCommand(g *globalOptions) *cobra.Command {
+	var peerURLs string
+	cmd := &cobra.Command{
+		Use:     "update <memberID> [options]",
+		Short:   "Updates a member in the cluster",
+		Example: "  cairn member update 8e9e05c52164694d --peer-urls=http://10.0.0.1:2380",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := memberIDArg(args)
+			if err != nil {
+				return err
+			}
+			urls := splitURLs(peerURLs)
+			if len(urls) == 0 {
+				return badArgs("member peer urls not provided")
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: urls})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "updated in", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the updated member.")
+	return cmd
+}
+
+func newMemberPromoteCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "promote <memberID>",
+		Short:   "Promotes a non-voting learner member to a voting one in the cluster.",
+		Example: "  cairn member promote 8e9e05c52164694d",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := memberIDArg(args)
+			if err != nil {
+				return err
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "promoted in", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
+			})
+		},
+	}
+}
+
+func newMemberListCommand(g *globalOptions) *cobra.Command {
+	var consistency string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Lists all members in the cluster",
+		Long: `When --write-out is set to simple, this command prints out comma-separated member lists for each endpoint.
+The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learner.`,
+		Example: "  cairn member list -w table",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &pb.MemberListRequest{}
+			switch consistency {
+			case "l":
+				req.Linearizable = true
+			case "s":
+			default:
+				return withCode(exitBadFeature, fmt.Errorf("unknown consistency flag %q", consistency))
+			}
+			return g.withClient(cmd, func(c *client.Client) error {
+				ctx, cancel := g.commandContext(cmd)
+				defer cancel()
+				resp, err := c.Cluster.MemberList(ctx, req)
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).print(&memberListResult{resp: resp})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+	return cmd
+}
+
+type (
+	memberAddResult struct {
+		resp *pb.MemberAddResponse
+		name string // the name the new member is to start with
+	}
+	// memberChangeResult is the outcome of member remove, update or promote.
+	memberChangeResult struct {
+		id      uint64
+		verb    string // "removed from", "updated in", "promoted in"
+		header  *pb.ResponseHeader
+		members []*pb.Member
+		resp    proto.Message // the response, for json and protobuf
+	}
+	memberListResult struct{ resp *pb.MemberListResponse }
+)

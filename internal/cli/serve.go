@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/cairnkv/cairn/internal/api"
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+// newServeCommand is `cairn serve`: one member, with etcd's flags. Every flag
+// can also come from --config-file (YAML, the same keys) or from a
+// CAIRN_<FLAG> environment variable.
+func newServeCommand() *cobra.Command {
+	v := viper.New()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a cairn member (etcd's server flags)",
+		Long: `Run one member of a cairn cluster. A bare "cairn serve" starts a single-member
+cluster on 127.0.0.1:2379 (clients) and 127.0.0.1:2380 (peers) with its data in
+default.cairn, like a bare etcd.`,
+		Example: `  cairn serve
+  cairn serve --name m1 --data-dir /var/lib/cairn/m1 \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster m1=http://127.0.0.1:2380,m2=http://127.0.0.1:22380,m3=http://127.0.0.1:32380`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := serveConfig(cmd, v)
+			if err != nil {
+				return err
+			}
+			return runServe(cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.String("config-file", "", "path to a YAML file with the same keys as the flags")
+	f.String("name", server.DefaultName, "human-readable name for this member")
+	f.String("data-dir", "", "path to the data directory (default \"<name>.cairn\")")
+	f.String("listen-client-urls", "http://127.0.0.1:2379", "list of URLs to listen on for client traffic")
+	f.String("advertise-client-urls", "", "list of this member's client URLs to advertise to the rest of the cluster (default: --listen-client-urls)")
+	f.String("listen-peer-urls", "http://127.0.0.1:2380", "list of URLs to listen on for peer traffic")
+	f.String("initial-advertise-peer-urls", "", "list of this member's peer URLs to advertise to the rest of the cluster (default: --listen-peer-urls)")
+	f.String("initial-cluster", "", "initial cluster configuration for bootstrapping, name=url,... (default: this member alone)")
+	f.String("initial-cluster-state", "new", "initial cluster state ('new' or 'existing')")
+	f.String("initial-cluster-token", "etcd-cluster", "initial cluster token for the cluster during bootstrap")
+	f.Uint64("snapshot-count", server.DefaultSnapshotCount, "number of committed transactions to trigger a snapshot to disk")
+	f.Uint("heartbeat-interval", 100, "time (in milliseconds) of a heartbeat interval")
+	f.Uint("election-timeout", 1000, "time (in milliseconds) for an election to timeout")
+	f.Uint64("snapshot-catchup-entries", server.DefaultCatchUpEntries, "number of entries for a slow follower to catch up after compacting the raft storage entries")
+	f.Int64("quota-backend-bytes", server.DefaultQuotaBackendBytes, "raise alarms when backend size exceeds the given quota")
+	f.Uint("max-request-bytes", server.DefaultMaxRequestBytes, "maximum client request size in bytes the server will accept")
+	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
+	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
+	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
+	f.String("log-format", "json", "log format: json or text")
+	f.String("log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+// serveConfig reads the flags, the config file and CAIRN_* variables, in
+// that order of precedence (a flag given on the command line wins).
+func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
+	v.SetEnvPrefix("CAIRN")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	if err := v.BindPFlags(cmd.Flags()); err != nil {
+		return server.Config{}, err
+	}
+	if path := v.GetString("config-file"); path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return server.Config{}, fmt.Errorf("read --config-file %s: %w", path, err)
+		}
+	}
+	logger, err := newServerLogger(v.GetString("log-format"), v.GetString("log-level"))
+	if err != nil {
+		return server.Config{}, err
+	}
+	cfg := server.Config{
+		Name:                     v.GetString("name"),
+		DataDir:                  v.GetString("data-dir"),
+		ListenClientURLs:         splitList(v.GetString("listen-client-urls")),
+		AdvertiseClientURLs:      splitList(v.GetString("advertise-client-urls")),
+		ListenPeerURLs:           splitList(v.GetString("listen-peer-urls")),
+		InitialAdvertisePeerURLs: splitList(v.GetString("initial-advertise-peer-urls")),
+		InitialCluster:           v.GetString("initial-cluster"),
+		InitialClusterState:      v.GetString("initial-cluster-state"),
+		InitialClusterToken:      v.GetString("initial-cluster-token"),
+		SnapshotCount:            v.GetUint64("snapshot-count"),
+		SnapshotCatchUpEntries:   v.GetUint64("snapshot-catchup-entries"),
+		HeartbeatInterval:        time.Duration(v.GetUint("heartbeat-interval")) * time.Millisecond,
+		ElectionTimeout:          time.Duration(v.GetUint("election-timeout")) * time.Millisecond,
+		QuotaBackendBytes:        v.GetInt64("quota-backend-bytes"),
+		MaxRequestBytes:          int(v.GetUint("max-request-bytes")),
+		MaxTxnOps:                int(v.GetUint("max-txn-ops")),
+		AutoCompactionMode:       v.GetString("auto-compaction-mode"),
+		AutoCompactionRetention:  v.GetString("auto-compaction-retention"),
+		Logger:                   logger,
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func newServerLogger(format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+// runServe starts the member and its client API and runs until SIGINT or
+// SIGTERM, then stops both cleanly.
+func runServe(cfg server.Config) error {
+	s, err := server.Start(cfg)
+	if err != nil {
+		return err
+	}
+	a := api.New(s, cfg.Logger)
+	if err := a.Serve(s.Config().ListenClientURLs); err != nil {
+		s.Stop()
+		return err
+	}
+	cfg.Logger.Info("serving client requests", "urls", s.Config().ListenClientURLs)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	select {
+	case sig := <-sigc:
+		cfg.Logger.Info("shutting down", "signal", sig.String())
+	case <-s.Done():
+	}
+	a.Stop()
+	s.Stop()
+	if err := s.Err(); err != nil {
+		return err
+	}
+	cfg.Logger.Info("stopped cleanly")
+	return nil
+}
