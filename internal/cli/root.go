@@ -33,6 +33,7 @@ and reads the data directories of cairn and etcd members offline
 	addMaintenanceCommands(root, g)
 	addAuthCommands(root, g)
 	addUtilityCommands(root)
+	addForensicsCommands(root)
 	root.AddCommand(newServeCommand())
 	return root
 }

@@ -166,9 +166,12 @@ func checkURL(s string) error {
 	return nil
 }
 
-// ParseInitialCluster parses "name=url,name=url" into name → peer URLs.
+// ParseInitialCluster parses "name=url,name=url" into name → peer URLs,
+// sorted; a name may appear more than once, for a member with several peer
+// URLs, but a URL only once.
 func ParseInitialCluster(s string) (map[string][]string, error) {
 	out := map[string][]string{}
+	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -181,10 +184,17 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 		if err := checkURL(u); err != nil {
 			return nil, fmt.Errorf("--initial-cluster: %w", err)
 		}
+		if seen[u] {
+			return nil, fmt.Errorf("--initial-cluster %s has the URL %s twice", s, u)
+		}
+		seen[u] = true
 		out[name] = append(out[name], u)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--initial-cluster is empty")
+	}
+	for _, urls := range out {
+		sort.Strings(urls)
 	}
 	return out, nil
 }

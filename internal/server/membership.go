@@ -13,15 +13,8 @@ import (
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
-// Member is a member of the cluster as the members bucket stores it (the
-// JSON of etcd).
-type Member struct {
-	ID         uint64   `json:"id"`
-	PeerURLs   []string `json:"peerURLs"`
-	Name       string   `json:"name,omitempty"`
-	ClientURLs []string `json:"clientURLs,omitempty"`
-	IsLearner  bool     `json:"isLearner,omitempty"`
-}
+// Member is a member of the cluster, as the members bucket stores it.
+type Member = store.MemberRecord
 
 // MemberID derives a member's ID from its peer URLs and the cluster token
 // (and, for a member added at runtime, the time it was added), as etcd does:
@@ -61,8 +54,6 @@ func newMembership() *membership {
 	return &membership{members: map[uint64]*Member{}, removed: map[uint64]bool{}}
 }
 
-func memberKey(id uint64) []byte { return []byte(fmt.Sprintf("%016x", id)) }
-
 // load reads the members buckets.
 func (ms *membership) load(s *store.Store) error {
 	rt := s.Backend().Read()
@@ -70,12 +61,12 @@ func (ms *membership) load(s *store.Store) error {
 	members := map[uint64]*Member{}
 	var decodeErr error
 	err := rt.Range(store.BucketMembers, nil, nil, func(k, v []byte) bool {
-		m := new(Member)
-		if err := json.Unmarshal(v, m); err != nil {
+		m, err := store.UnmarshalMember(v)
+		if err != nil {
 			decodeErr = fmt.Errorf("member %s: %w", k, err)
 			return false
 		}
-		members[m.ID] = m
+		members[m.ID] = &m
 		return true
 	})
 	if err == nil {
@@ -86,7 +77,7 @@ func (ms *membership) load(s *store.Store) error {
 	}
 	removed := map[uint64]bool{}
 	rt.Range(store.BucketMembersRemoved, nil, nil, func(k, _ []byte) bool {
-		if id, err := strconv.ParseUint(string(k), 16, 64); err == nil {
+		if id, err := store.ParseMemberKey(k); err == nil {
 			removed[id] = true
 		}
 		return true
@@ -107,7 +98,7 @@ func (ms *membership) save(wt *store.WriteTx, m *Member) error {
 	cp := *m
 	ms.members[m.ID] = &cp
 	ms.mu.Unlock()
-	return wt.Put(store.BucketMembers, memberKey(m.ID), data)
+	return wt.Put(store.BucketMembers, store.MemberKey(m.ID), data)
 }
 
 func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
@@ -115,10 +106,10 @@ func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
 	delete(ms.members, id)
 	ms.removed[id] = true
 	ms.mu.Unlock()
-	if err := wt.Delete(store.BucketMembers, memberKey(id)); err != nil {
+	if err := wt.Delete(store.BucketMembers, store.MemberKey(id)); err != nil {
 		return err
 	}
-	return wt.Put(store.BucketMembersRemoved, memberKey(id), []byte("removed"))
+	return wt.Put(store.BucketMembersRemoved, store.MemberKey(id), []byte("removed"))
 }
 
 // get returns a copy of a member.

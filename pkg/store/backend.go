@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -413,24 +412,13 @@ func (b *Backend) Hash(ignore map[string][]string) (uint32, error) {
 	}
 	b.dbMu.RLock()
 	defer b.dbMu.RUnlock()
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	var sum uint32
 	err := b.db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
-			h.Write(name)
-			skip := ignore[string(name)]
-			return bk.ForEach(func(k, v []byte) error {
-				for _, s := range skip {
-					if s == string(k) {
-						return nil
-					}
-				}
-				h.Write(k)
-				h.Write(v)
-				return nil
-			})
-		})
+		var err error
+		sum, err = hashBuckets(tx, ignore)
+		return err
 	})
-	return h.Sum32(), err
+	return sum, err
 }
 
 // WriteSnapshot commits the open batch and streams a consistent copy of the

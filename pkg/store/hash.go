@@ -2,6 +2,9 @@ package store
 
 import (
 	"hash/crc32"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -31,15 +34,27 @@ func (s *Store) HashKV(rev int64) (KVHash, error) {
 	case rev < compactRev:
 		return KVHash{}, ErrCompacted
 	}
-	keep := s.index.keep(compactRev, rev)
+	sum, err := hashKV(s.index, compactRev, rev, func(upper []byte, fn func(k, v []byte) bool) error {
+		return r.rt.Range(BucketKey, nil, upper, fn)
+	})
+	if err != nil {
+		return KVHash{}, err
+	}
+	return KVHash{Hash: sum, HashRevision: rev, CompactRevision: compactRev}, nil
+}
+
+// hashKV hashes the key bucket up to rev as HashKV describes; scan calls fn
+// on the bucket's entries below upper in key order.
+func hashKV(index *treeIndex, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
+	keep := index.keep(compactRev, rev)
 	lower := Revision{Main: compactRev + 1}
 	h := crc32.New(castagnoli)
 	h.Write(BucketKey)
-	var rangeErr error
-	err := r.rt.Range(BucketKey, nil, RevisionKey(Revision{Main: rev + 1}, false), func(k, v []byte) bool {
+	var parseErr error
+	err := scan(RevisionKey(Revision{Main: rev + 1}, false), func(k, v []byte) bool {
 		kr, _, err := ParseRevisionKey(k)
 		if err != nil {
-			rangeErr = err
+			parseErr = err
 			return false
 		}
 		if lower.GreaterThan(kr) && len(keep) > 0 {
@@ -52,15 +67,32 @@ func (s *Store) HashKV(rev int64) (KVHash, error) {
 		return true
 	})
 	if err == nil {
-		err = rangeErr
+		err = parseErr
 	}
-	if err != nil {
-		return KVHash{}, err
-	}
-	return KVHash{Hash: h.Sum32(), HashRevision: rev, CompactRevision: compactRev}, nil
+	return h.Sum32(), err
 }
 
 // Hash returns the CRC-32 (Castagnoli) of the whole bbolt file's buckets,
 // keys and values, leaving out the raft position in meta, as etcd's
 // Maintenance.Hash does.
 func (s *Store) Hash() (uint32, error) { return s.b.Hash(HashIgnores) }
+
+// hashBuckets returns the CRC-32 (Castagnoli) of every bucket name, key and
+// value of tx in key order, leaving out the keys in ignore (bucket name →
+// keys).
+func hashBuckets(tx *bolt.Tx, ignore map[string][]string) (uint32, error) {
+	h := crc32.New(castagnoli)
+	err := tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+		h.Write(name)
+		skip := ignore[string(name)]
+		return bk.ForEach(func(k, v []byte) error {
+			if slices.Contains(skip, string(k)) {
+				return nil
+			}
+			h.Write(k)
+			h.Write(v)
+			return nil
+		})
+	})
+	return h.Sum32(), err
+}

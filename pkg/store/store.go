@@ -174,22 +174,13 @@ func (s *Store) rebuild() error {
 
 	current := int64(1)
 	kv := new(mvccpb.KeyValue)
-	var rangeErr error
+	var restoreErr error
 	err = rt.Range(BucketKey, nil, nil, func(k, v []byte) bool {
-		rev, tomb, err := ParseRevisionKey(k)
+		rev, tomb, err := restoreRevision(s.index, k, v, kv)
 		if err != nil {
-			rangeErr = err
+			restoreErr = err
 			return false
 		}
-		if err := UnmarshalKeyValue(v, kv); err != nil {
-			rangeErr = fmt.Errorf("revision %s: value is not a KeyValue: %w", rev, err)
-			return false
-		}
-		if len(kv.Key) == 0 {
-			rangeErr = fmt.Errorf("revision %s: KeyValue has an empty key", rev)
-			return false
-		}
-		s.index.restore(kv.Key, rev, tomb, kv.CreateRevision, kv.Version)
 		if tomb {
 			s.leases.detach(string(kv.Key))
 		} else {
@@ -199,7 +190,7 @@ func (s *Store) rebuild() error {
 		return true
 	})
 	if err == nil {
-		err = rangeErr
+		err = restoreErr
 	}
 	if err != nil {
 		return fmt.Errorf("rebuild index: %w", err)
@@ -209,6 +200,26 @@ func (s *Store) rebuild() error {
 	}
 	s.currentRev.Store(max(current, s.compactRev))
 	return nil
+}
+
+// restoreRevision replays one entry of the key bucket into index, decoding
+// its value into kv. A KeyValue with an empty key is accepted: etcd's
+// snapshot restore --bump-revision writes one to mark the bumped revision,
+// and etcd counts it as a key.
+func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revision, bool, error) {
+	rev, tomb, err := ParseRevisionKey(k)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	if err := UnmarshalKeyValue(v, kv); err != nil {
+		return Revision{}, false, fmt.Errorf("revision %s: value is not a KeyValue: %w", rev, err)
+	}
+	key := kv.Key
+	if key == nil {
+		key = []byte{}
+	}
+	index.restore(key, rev, tomb, kv.CreateRevision, kv.Version)
+	return rev, tomb, nil
 }
 
 // readCompactRev reads a 17-byte revision from the meta bucket (0 if absent).

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// TestOfflineIndexAgreesWithStore writes a random history with the store,
+// then checks, read-only, that the offline index gives the same HashKV at
+// every revision, the same revisions and the same number of live keys.
+func TestOfflineIndexAgreesWithStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(Config{Backend: BackendConfig{Path: path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 400 {
+		key := fmt.Appendf(nil, "k%02d", rng.IntN(30))
+		switch r := rng.IntN(10); {
+		case r < 7:
+			_, err = s.Put(&pb.PutRequest{Key: key, Value: fmt.Appendf(nil, "v%d", i)})
+		case r < 9:
+			_, err = s.DeleteRange(&pb.DeleteRangeRequest{Key: key})
+		default:
+			_, err = s.Txn(&pb.TxnRequest{Success: []*pb.RequestOp{
+				{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: []byte("t")}}},
+				{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("k9"), RangeEnd: []byte("k99")}}},
+			}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 250 {
+			done, err := s.Compact(s.Rev() - 40)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+		}
+	}
+	rev, compactRev := s.Rev(), s.CompactRev()
+	want := map[int64]KVHash{}
+	for r := compactRev; r <= rev; r++ {
+		if want[r], err = s.HashKV(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Range(&pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}, CountOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := OpenOffline(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	idx, err := db.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.Rev() != rev || idx.CompactRev() != compactRev || int64(idx.LiveKeys()) != all.Count {
+		t.Errorf("offline: rev %d compacted %d, %d keys; store: rev %d compacted %d, %d keys",
+			idx.Rev(), idx.CompactRev(), idx.LiveKeys(), rev, compactRev, all.Count)
+	}
+	for r := compactRev; r <= rev; r++ {
+		got, err := idx.HashKV(r)
+		if err != nil || got != want[r] {
+			t.Errorf("HashKV(%d) = %+v, %v; the store says %+v", r, got, err, want[r])
+		}
+	}
+	if _, err := idx.HashKV(compactRev - 1); !errors.Is(err, ErrCompacted) {
+		t.Errorf("HashKV below the compaction: %v", err)
+	}
+	if _, err := idx.HashKV(rev + 1); !errors.Is(err, ErrFutureRev) {
+		t.Errorf("HashKV past the end: %v", err)
+	}
+}
+
+func TestOfflineFixture(t *testing.T) {
+	db, err := OpenOffline(fixturePath("data", "member", "snap", "db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	idx, err := db.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := idx.HashKV(0)
+	if err != nil || h != (KVHash{Hash: 1958326877, HashRevision: 63, CompactRevision: 10}) {
+		t.Errorf("HashKV = %+v, %v; want etcdutl's", h, err)
+	}
+	if n := idx.LiveKeys(); n != 34 {
+		t.Errorf("%d live keys, want 34", n)
+	}
+	if err := CheckBoltPages(fixturePath("data", "member", "snap", "db")); err != nil {
+		t.Error(err)
+	}
+	if err := CheckBoltPages(fixturePath("snapshot.db")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCheckBoltFileDiagnoses(t *testing.T) {
+	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := CheckBoltFile(write("empty", nil)); !errors.Is(err, ErrNotBolt) {
+		t.Errorf("empty file: %v", err)
+	}
+	if _, err := CheckBoltFile(write("text", []byte("hello, this is not a database at all"))); !errors.Is(err, ErrNotBolt) {
+		t.Errorf("text file: %v", err)
+	}
+	if _, err := CheckBoltFile(write("short", src[:12000])); !errors.Is(err, ErrBoltTruncated) {
+		t.Errorf("truncated file: %v", err)
+	}
+	// One damaged meta page: the other one serves.
+	oneMeta := append([]byte(nil), src...)
+	oneMeta[20] ^= 0xff
+	if _, err := CheckBoltFile(write("onemeta", oneMeta)); err != nil {
+		t.Errorf("one good meta page: %v", err)
+	}
+}
+
+func TestDecodeBuckets(t *testing.T) {
+	m := MemberRecord{ID: 0x1f4d227d440d78c2, Name: "m1", PeerURLs: []string{"http://127.0.0.1:42380"}, ClientURLs: []string{"http://127.0.0.1:42379"}}
+	want := `{"id":2255496909790476482,"peerURLs":["http://127.0.0.1:42380"],"name":"m1","clientURLs":["http://127.0.0.1:42379"]}`
+	if got := string(m.Marshal()); got != want {
+		t.Errorf("member JSON %s, want etcd's %s", got, want)
+	}
+	if string(MemberKey(0x09443329ec7158d9)) != "9443329ec7158d9" {
+		t.Errorf("member key %s: etcd writes IDs without leading zeros", MemberKey(0x09443329ec7158d9))
+	}
+	if id, err := ParseMemberKey([]byte("9443329ec7158d9")); err != nil || id != 0x09443329ec7158d9 {
+		t.Errorf("ParseMemberKey = %x, %v", id, err)
+	}
+	cs := MarshalConfState(&raftpb.ConfState{Voters: []uint64{2255496909790476482}})
+	if string(cs) != `{"voters":[2255496909790476482],"auto_leave":false}` {
+		t.Errorf("confState %s", cs)
+	}
+	if back, err := UnmarshalConfState(cs); err != nil || back.GetVoters()[0] != 2255496909790476482 {
+		t.Errorf("UnmarshalConfState: %v %v", back, err)
+	}
+	if _, err := UnmarshalDowngrade([]byte(`{"target-version":"3.6.0","enabled":true}`)); err != nil {
+		t.Error(err)
+	}
+	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
+		t.Error("DecodeUint64 accepted 2 bytes")
+	}
+}
+
+// FuzzCheckBoltPages feeds arbitrary files to the meta and page checks:
+// they must return, never panic or read out of bounds.
+func FuzzCheckBoltPages(f *testing.F) {
+	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(src)
+	f.Add(src[:8192])
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "db")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		CheckBoltPages(p)
+	})
+}
