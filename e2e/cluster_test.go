@@ -183,10 +183,11 @@ func TestLeaderKillFailoverAndCatchUp(t *testing.T) {
 	<-w.done
 	old.start()
 	waitHealthy(t, old)
+	oldc := client(t, old)
 	waitFor(t, 20*time.Second, "the restarted member to catch up", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		resp, err := client(t, old).Get(ctx, "acked/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+		resp, err := oldc.Get(ctx, "acked/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
 		return err == nil && resp.Count >= int64(w.count())
 	})
 	for _, m := range ms {
@@ -238,17 +239,21 @@ func TestLearnerPromotion(t *testing.T) {
 		_, err := cli.MemberPromote(pctx, id)
 		return err == nil
 	})
-	ml, err := cli.MemberList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ml.Members {
-		if m.ID == id && m.IsLearner {
-			t.Fatal("still a learner after promotion")
-		}
-	}
-	if len(ml.Members) != 4 {
-		t.Fatalf("%d members, want 4", len(ml.Members))
+	// Every member learns of the promotion once it applies it.
+	for _, m := range ms {
+		mc := client(t, m)
+		waitFor(t, 10*time.Second, m.name+" to list 4 voting members", func() bool {
+			ml, err := mc.MemberList(ctx, clientv3.WithSerializable())
+			if err != nil || len(ml.Members) != 4 {
+				return false
+			}
+			for _, mm := range ml.Members {
+				if mm.IsLearner {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }
 
@@ -271,10 +276,11 @@ func TestRestartedMemberCatchesUpBySnapshot(t *testing.T) {
 	}
 	lagging.start()
 	waitHealthy(t, lagging)
+	lc := client(t, lagging)
 	waitFor(t, 30*time.Second, "the restarted member to catch up", func() bool {
 		c, cc := context.WithTimeout(ctx, time.Second)
 		defer cc()
-		resp, err := client(t, lagging).Get(c, "snap/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+		resp, err := lc.Get(c, "snap/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
 		return err == nil && resp.Count == 400
 	})
 	if !strings.Contains(lagging.log(), "installed snapshot from the leader") {

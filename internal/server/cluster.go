@@ -79,20 +79,21 @@ func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 // MemberPromote makes a learner a voting member once its log has caught
 // up with the leader's: within a tenth of --snapshot-count entries.
 func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
+	if s.leaderID.Load() != s.id {
+		// Only the leader knows how far the learner is, and it has applied
+		// every membership change this member may not have yet: ask it.
+		var ans peerAnswer
+		if err := s.askLeader(ctx, pathPromote, peerQuery{ID: int64(id)}, &ans); err != nil {
+			return nil, err
+		}
+		return s.members.list(), nil
+	}
 	m, ok := s.members.get(id)
 	if !ok {
 		return nil, ErrMemberNotFound
 	}
 	if !m.IsLearner {
 		return nil, ErrMemberNotLearner
-	}
-	if s.leaderID.Load() != s.id {
-		// Only the leader knows how far the learner is: ask it.
-		var ans peerAnswer
-		if err := s.askLeader(ctx, pathPromote, peerQuery{ID: int64(id)}, &ans); err != nil {
-			return nil, err
-		}
-		return s.members.list(), nil
 	}
 	st := s.node.Status()
 	learner, ok := st.Progress[id]
