@@ -18,7 +18,7 @@ import (
 // Call it after addMaintenanceCommands: it extends that file's defrag and
 // snapshot commands.
 func addForensicsCommands(root *cobra.Command) {
-	root.AddCommand(newDumpLogsCommand(), newWALCommand(), newDumpDBCommand(), newHashKVCommand())
+	addToGroup(root, offlineGroup, newDumpLogsCommand(), newWALCommand(), newDumpDBCommand(), newHashKVCommand())
 	snapshot := subcommandGroup(root, "snapshot", "Manages etcd node snapshots")
 	snapshot.AddCommand(newSnapshotStatusCommand(), newSnapshotRestoreCommand())
 	attachOfflineDefrag(root)

@@ -8,6 +8,8 @@ var (
 	maintenanceGroup = &cobra.Group{ID: "maintenance", Title: "Cluster maintenance commands"}
 	authGroup        = &cobra.Group{ID: "auth", Title: "Authentication commands"}
 	utilityGroup     = &cobra.Group{ID: "utility", Title: "Utility commands"}
+	serverGroup      = &cobra.Group{ID: "server", Title: "Server commands"}
+	offlineGroup     = &cobra.Group{ID: "offline", Title: "Offline commands (data directories and files of stopped members)"}
 )
 
 // addToGroup attaches cmds to root under group, declaring the group on

@@ -34,7 +34,7 @@ and reads the data directories of cairn and etcd members offline
 	addAuthCommands(root, g)
 	addUtilityCommands(root)
 	addForensicsCommands(root)
-	root.AddCommand(newServeCommand())
+	addToGroup(root, serverGroup, newServeCommand())
 	return root
 }
 
