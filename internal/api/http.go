@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
 
-// httpHandler serves health over HTTP/1 on the client port.
+// httpHandler serves health and metrics over HTTP/1 on the client port.
 func (a *API) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	health := func(w http.ResponseWriter, r *http.Request) {
@@ -28,5 +30,6 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/health", health)
 	mux.HandleFunc("/readyz", health)
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
 	return mux
 }

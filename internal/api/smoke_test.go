@@ -3,7 +3,10 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +114,35 @@ func TestSingleMemberInProcess(t *testing.T) {
 		t.Fatal("read below the compaction worked")
 	} else {
 		t.Logf("as expected: %v", err)
+	}
+}
+
+func TestMetricsAndHealth(t *testing.T) {
+	curl, _, cli := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	body := func(path string) string {
+		resp, err := http.Get(curl + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %s", path, resp.Status, b)
+		}
+		return string(b)
+	}
+	if h := body("/health"); !strings.Contains(h, `"health":"true"`) {
+		t.Errorf("/health: %s", h)
+	}
+	m := body("/metrics")
+	for _, want := range []string{"etcd_server_has_leader 1", "etcd_server_is_leader 1", "etcd_debugging_mvcc_current_revision 2", "etcd_mvcc_db_total_size_in_bytes"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

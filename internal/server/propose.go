@@ -82,6 +82,7 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 
 // proposeError turns a failed or timed-out proposal into etcd's error.
 func (s *Server) proposeError(ctx context.Context, err error) error {
+	s.proposalsFailed.Add(1)
 	switch {
 	case errors.Is(err, raft.ErrProposalDropped) || s.leaderID.Load() == 0:
 		return ErrNoLeader

@@ -99,6 +99,9 @@ func (s *Server) handleReady(rd raft.Ready) error {
 }
 
 func (s *Server) onLeaderChange(old, lead uint64) {
+	if lead != 0 {
+		s.leaderChanges.Add(1)
+	}
 	switch {
 	case lead == s.id:
 		s.log.Info("became leader", "term", s.term.Load())

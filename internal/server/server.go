@@ -48,6 +48,9 @@ type Server struct {
 	term     atomic.Uint64
 	commit   atomic.Uint64
 
+	leaderChanges   atomic.Uint64
+	proposalsFailed atomic.Uint64
+
 	applyc    chan toApply
 	readc     chan chan error // linearizable read requests
 	readState chan raft.ReadState
@@ -289,6 +292,15 @@ func (s *Server) ClusterID() uint64 { return s.clusterID }
 
 // Leader returns the ID of the current leader (0: none known).
 func (s *Server) Leader() uint64 { return s.leaderID.Load() }
+
+// LeaderChanges counts the leader changes this member has seen.
+func (s *Server) LeaderChanges() uint64 { return s.leaderChanges.Load() }
+
+// ProposalsFailed counts the proposals that failed (dropped, timed out).
+func (s *Server) ProposalsFailed() uint64 { return s.proposalsFailed.Load() }
+
+// ProposalsPending counts the proposals waiting for their result.
+func (s *Server) ProposalsPending() int { return s.waiters.len() }
 
 // Term returns the current raft term.
 func (s *Server) Term() uint64 { return s.term.Load() }

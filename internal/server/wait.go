@@ -38,6 +38,12 @@ func (w *waiters) register(id uint64) <-chan applyResult {
 	return ch
 }
 
+func (w *waiters) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}
+
 func (w *waiters) cancel(id uint64) {
 	w.mu.Lock()
 	delete(w.m, id)
