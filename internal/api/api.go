@@ -29,6 +29,7 @@ type API struct {
 	http *http.Server
 	lns  []net.Listener
 	wg   sync.WaitGroup
+	gw   gateway
 }
 
 // New builds the services of member s.
@@ -64,6 +65,11 @@ func (a *API) Serve(clientURLs []string) error {
 			return fmt.Errorf("listen on client URL %s: %w", u, err)
 		}
 		a.lns = append(a.lns, ln)
+		if len(a.lns) == 1 {
+			if err := a.gw.start(ln.Addr().String()); err != nil {
+				return fmt.Errorf("start the JSON gateway: %w", err)
+			}
+		}
 		grpcL, httpL := splitListener(ln)
 		a.wg.Add(2)
 		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
@@ -77,6 +83,7 @@ func (a *API) Stop() {
 	for _, ln := range a.lns {
 		ln.Close()
 	}
+	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
 	a.wg.Wait()

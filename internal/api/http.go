@@ -10,7 +10,8 @@ import (
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
 
-// httpHandler serves health and metrics over HTTP/1 on the client port.
+// httpHandler serves health, metrics and the JSON API over HTTP/1 on the
+// client port.
 func (a *API) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	health := func(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +31,7 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/health", health)
 	mux.HandleFunc("/readyz", health)
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	mux.Handle("/v3/", &a.gw)
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
 	return mux
 }

@@ -31,6 +31,7 @@ func (m *maintenanceServer) Status(ctx context.Context, req *pb.StatusRequest) (
 		RaftAppliedIndex: s.AppliedIndex(),
 		StorageVersion:   store.StorageVersion,
 		DbSizeQuota:      s.Config().QuotaBackendBytes,
+		DowngradeInfo:    &pb.DowngradeInfo{}, // no downgrade in progress; etcd sends it empty
 	}
 	if me, ok := s.Member(s.ID()); ok {
 		resp.IsLearner = me.IsLearner

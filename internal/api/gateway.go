@@ -1,0 +1,58 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"go.etcd.io/etcd/api/v3/etcdserverpb/gw"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// gateway serves the JSON API (POST /v3/kv/range, /v3/watch, ...) with the
+// grpc-gateway handlers that etcd's API module ships; they call this
+// member's gRPC services over loopback, as etcd's own gateway does.
+type gateway struct {
+	mux    atomic.Pointer[runtime.ServeMux]
+	cancel context.CancelFunc
+}
+
+// start registers the handlers against the gRPC endpoint addr.
+func (g *gateway) start(addr string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
+		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+	}))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	for _, register := range []func(context.Context, *runtime.ServeMux, string, []grpc.DialOption) error{
+		gw.RegisterKVHandlerFromEndpoint, gw.RegisterWatchHandlerFromEndpoint, gw.RegisterLeaseHandlerFromEndpoint,
+		gw.RegisterClusterHandlerFromEndpoint, gw.RegisterMaintenanceHandlerFromEndpoint, gw.RegisterAuthHandlerFromEndpoint,
+	} {
+		if err := register(ctx, mux, addr, opts); err != nil {
+			cancel()
+			return err
+		}
+	}
+	g.mux.Store(mux)
+	return nil
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mux := g.mux.Load()
+	if mux == nil {
+		http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
+		return
+	}
+	mux.ServeHTTP(w, r)
+}
+
+func (g *gateway) stop() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+}
