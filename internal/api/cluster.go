@@ -13,6 +13,14 @@ type clusterServer struct {
 	a *API
 }
 
+// clusterHeader is the header of Cluster responses: etcd leaves the
+// revision out of them.
+func (a *API) clusterHeader() *pb.ResponseHeader {
+	h := a.header(0)
+	h.Revision = 0
+	return h
+}
+
 func toPBMember(m server.Member) *pb.Member {
 	return &pb.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}
 }
@@ -30,7 +38,7 @@ func (c *clusterServer) MemberAdd(ctx context.Context, req *pb.MemberAddRequest)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return &pb.MemberAddResponse{Header: c.a.header(0), Member: toPBMember(m), Members: toPBMembers(all)}, nil
+	return &pb.MemberAddResponse{Header: c.a.clusterHeader(), Member: toPBMember(m), Members: toPBMembers(all)}, nil
 }
 
 func (c *clusterServer) MemberRemove(ctx context.Context, req *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
@@ -38,7 +46,7 @@ func (c *clusterServer) MemberRemove(ctx context.Context, req *pb.MemberRemoveRe
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return &pb.MemberRemoveResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+	return &pb.MemberRemoveResponse{Header: c.a.clusterHeader(), Members: toPBMembers(all)}, nil
 }
 
 func (c *clusterServer) MemberUpdate(ctx context.Context, req *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
@@ -46,7 +54,7 @@ func (c *clusterServer) MemberUpdate(ctx context.Context, req *pb.MemberUpdateRe
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return &pb.MemberUpdateResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+	return &pb.MemberUpdateResponse{Header: c.a.clusterHeader(), Members: toPBMembers(all)}, nil
 }
 
 func (c *clusterServer) MemberList(ctx context.Context, req *pb.MemberListRequest) (*pb.MemberListResponse, error) {
@@ -55,7 +63,7 @@ func (c *clusterServer) MemberList(ctx context.Context, req *pb.MemberListReques
 			return nil, toGRPC(err)
 		}
 	}
-	return &pb.MemberListResponse{Header: c.a.header(0), Members: toPBMembers(c.a.s.Members())}, nil
+	return &pb.MemberListResponse{Header: c.a.clusterHeader(), Members: toPBMembers(c.a.s.Members())}, nil
 }
 
 func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
@@ -63,5 +71,5 @@ func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromote
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return &pb.MemberPromoteResponse{Header: c.a.header(0), Members: toPBMembers(all)}, nil
+	return &pb.MemberPromoteResponse{Header: c.a.clusterHeader(), Members: toPBMembers(all)}, nil
 }

@@ -100,26 +100,8 @@ func (k *kvServer) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse
 		return nil, err
 	}
 	r := resp.(*pb.TxnResponse)
-	k.a.fillHeader(&r.Header)
-	fillTxnHeaders(k.a, r)
+	k.a.fillHeader(&r.Header) // inner responses carry only their revision, as etcd's do
 	return r, nil
-}
-
-// fillTxnHeaders completes the headers of a txn's inner responses.
-func fillTxnHeaders(a *API, r *pb.TxnResponse) {
-	for _, op := range r.Responses {
-		switch v := op.Response.(type) {
-		case *pb.ResponseOp_ResponseRange:
-			a.fillHeader(&v.ResponseRange.Header)
-		case *pb.ResponseOp_ResponsePut:
-			a.fillHeader(&v.ResponsePut.Header)
-		case *pb.ResponseOp_ResponseDeleteRange:
-			a.fillHeader(&v.ResponseDeleteRange.Header)
-		case *pb.ResponseOp_ResponseTxn:
-			a.fillHeader(&v.ResponseTxn.Header)
-			fillTxnHeaders(a, v.ResponseTxn)
-		}
-	}
 }
 
 func (k *kvServer) Compact(ctx context.Context, req *pb.CompactionRequest) (*pb.CompactionResponse, error) {

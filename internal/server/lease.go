@@ -63,10 +63,15 @@ func (s *Server) LeaseRevoke(ctx context.Context, req *pb.LeaseRevokeRequest) (*
 	return resp.(*pb.LeaseRevokeResponse), nil
 }
 
-// leaderChanged hands lease expiry to the new leader.
+// leaderChanged hands lease expiry to the new leader, which also records
+// the cluster version if nobody has yet.
 func (s *Server) leaderChanged(lead uint64) {
 	if lead == s.id {
 		s.lessor.Promote(s.cfg.ElectionTimeout)
+		if !s.stopping() {
+			s.wg.Add(1)
+			go s.setClusterVersion()
+		}
 	} else {
 		s.lessor.Demote()
 	}
