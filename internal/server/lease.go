@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -40,12 +38,12 @@ func (s *Server) applyLease(w *store.WriteTxn, req *pb.InternalRaftRequest) appl
 // Lessor returns the member's lessor, for queries.
 func (s *Server) Lessor() *lease.Lessor { return s.lessor }
 
-// LeaseGrant proposes a new lease; ID 0 asks the member to choose one.
+// LeaseGrant proposes a new lease; ID 0 asks the member to choose one, from
+// its request ID generator as etcd does (so IDs start with the member's
+// low 16 bits).
 func (s *Server) LeaseGrant(ctx context.Context, req *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
 	for req.ID == 0 {
-		var b [8]byte
-		rand.Read(b[:])
-		req.ID = int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
+		req.ID = int64(s.reqIDs.get() &^ (1 << 63))
 	}
 	resp, err := s.Propose(ctx, &pb.InternalRaftRequest{LeaseGrant: req})
 	if err != nil {
