@@ -6,7 +6,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -149,9 +148,11 @@ func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {
 func (w *watchStream) send(r store.WatchResponse) error {
 	resp := &pb.WatchResponse{Header: w.a.header(r.Revision), WatchId: int64(r.WatchID)}
 	if r.CompactRevision != 0 {
+		// As etcd: no revision in the header and no reason; the client
+		// explains the cancellation from CompactRevision.
+		resp.Header.Revision = 0
 		resp.CompactRevision = r.CompactRevision
 		resp.Canceled = true
-		resp.CancelReason = rpctypes.ErrGRPCCompacted.Error()
 		w.mu.Lock()
 		delete(w.progress, r.WatchID)
 		delete(w.fragment, r.WatchID)

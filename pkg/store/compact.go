@@ -70,7 +70,8 @@ func (c *compactor) resume() error {
 		return err
 	}
 	if scheduled := c.s.CompactRev(); scheduled > finished {
-		c.resumed = c.enqueue(scheduled, c.s.index.keep(scheduled, scheduled))
+		keep, _ := c.s.index.keep(scheduled, scheduled)
+		c.resumed = c.enqueue(scheduled, keep)
 	}
 	return nil
 }

@@ -19,9 +19,10 @@ type KVHash struct {
 // HashKV returns the CRC-32 (Castagnoli) of the key bucket's name and of the
 // revisions up to rev (0: the current one): every revision after the last
 // compaction, and of those at or before it only the ones compaction keeps
-// that are still their key's latest at rev. This is what etcd 3.7 computes
-// (found by comparing with its etcdutl hashkv at every revision), so members
-// of either kind that applied the same history agree.
+// that are still their key's latest at rev (all of them if compaction keeps
+// none at all). This is what etcd 3.7 computes (found by comparing with its
+// etcdutl hashkv at every revision), so members of either kind that applied
+// the same history agree.
 func (s *Store) HashKV(rev int64) (KVHash, error) {
 	r := s.Read()
 	defer r.End()
@@ -46,7 +47,7 @@ func (s *Store) HashKV(rev int64) (KVHash, error) {
 // hashKV hashes the key bucket up to rev as HashKV describes; scan calls fn
 // on the bucket's entries below upper in key order.
 func hashKV(index *treeIndex, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
-	keep := index.keep(compactRev, rev)
+	keep, retained := index.keep(compactRev, rev)
 	lower := Revision{Main: compactRev + 1}
 	h := crc32.New(castagnoli)
 	h.Write(BucketKey)
@@ -57,7 +58,7 @@ func hashKV(index *treeIndex, compactRev, rev int64, scan func(upper []byte, fn 
 			parseErr = err
 			return false
 		}
-		if lower.GreaterThan(kr) && len(keep) > 0 {
+		if lower.GreaterThan(kr) && retained > 0 {
 			if _, kept := keep[kr]; !kept {
 				return true
 			}

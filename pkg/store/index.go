@@ -126,9 +126,10 @@ func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
 }
 
 // keep returns the revisions at or before compactRev that a compaction at
-// compactRev retains and that are still their key's latest at atRev.
-func (ti *treeIndex) keep(compactRev, atRev int64) map[Revision]struct{} {
-	available := make(map[Revision]struct{})
+// compactRev retains and that are still their key's latest at atRev, and
+// how many a compaction at compactRev retains in all.
+func (ti *treeIndex) keep(compactRev, atRev int64) (visible map[Revision]struct{}, retained int) {
+	visible = make(map[Revision]struct{})
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	ti.tree.Ascend(func(ki *keyIndex) bool {
@@ -136,12 +137,13 @@ func (ti *treeIndex) keep(compactRev, atRev int64) map[Revision]struct{} {
 		if !ok {
 			return true
 		}
+		retained++
 		if mod, _, _, live := ki.get(atRev); live && mod == rev {
-			available[rev] = struct{}{}
+			visible[rev] = struct{}{}
 		}
 		return true
 	})
-	return available
+	return visible, retained
 }
 
 // len returns the number of keys with history in the index.
