@@ -41,7 +41,19 @@ var etcdctlScript = [][]string{
 	{"endpoint", "health", "-w", "json"},
 	{"alarm", "list"},
 	{"put", "", "x"},
-	{"watch", "b", "--rev", "1", "-w", "json"}, // ends by timeout below
+	{"watch", "b", "--rev", "1", "-w", "json"}, // both end it: compacted
+	{"watch", "b", "--rev", "4", "-w", "json"}, // ends by timeout below
+	{"watch", "", "--prefix", "--rev", "4"},
+	{"lease", "grant", "300"},
+	{"put", "leased", "v", "--lease", "$LEASE"},
+	{"lease", "timetolive", "$LEASE", "--keys", "-w", "json"},
+	{"lease", "revoke", "$LEASE"},
+	{"get", "leased"},
+	{"lease", "timetolive", "1234"},
+	{"alarm", "disarm"},
+	{"defrag"},
+	{"move-leader", "1234"},
+	{"get", "b", "--consistency", "s", "-w", "fields"},
 }
 
 var txnStdin = "mod(\"a\") > \"0\"\n\nput c 3\nget a\n\nput d 4\n"
@@ -51,6 +63,8 @@ var txnStdin = "mod(\"a\") > \"0\"\n\nput c 3\nget a\n\nput d 4\n"
 func normalise(s string) string {
 	for _, r := range []struct{ re, repl string }{
 		{`"ID":\d+,"TTL"`, `"ID":<lease>,"TTL"`},
+		{`"id":\d+,"ttl"`, `"id":<lease>,"ttl"`},
+		{`took [0-9.]+[a-zµ]+`, `took <t>`},
 		{`(?m)^[0-9a-f]{16}$`, `<lease>`},
 		{`lease [0-9a-f]{16}`, `lease <lease>`},
 		{`"took":"[^"]*"`, `"took":"<t>"`},
@@ -88,7 +102,14 @@ func TestEtcdctlSeesNoDifference(t *testing.T) {
 			return resp.StatusCode == http.StatusOK
 		})
 		var outs []string
-		for _, step := range etcdctlScript {
+		lease := ""
+		for _, script := range etcdctlScript {
+			step := append([]string(nil), script...)
+			for i, a := range step {
+				if a == "$LEASE" {
+					step[i] = lease
+				}
+			}
 			c := exec.Command(etcdctl, append([]string{"--endpoints", strings.TrimPrefix(curl, "http://"), "--command-timeout", "2s"}, step...)...)
 			if step[0] == "txn" {
 				c.Stdin = strings.NewReader(txnStdin)
@@ -103,13 +124,16 @@ func TestEtcdctlSeesNoDifference(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); ok {
 				code = ee.ExitCode()
 			}
+			if m := regexp.MustCompile(`lease ([0-9a-f]{16}) granted`).FindStringSubmatch(out.String()); m != nil {
+				lease = m[1]
+			}
 			var lines []string
 			for _, l := range strings.Split(out.String(), "\n") {
 				if !strings.HasPrefix(l, `{"level"`) {
 					lines = append(lines, l)
 				}
 			}
-			outs = append(outs, fmt.Sprintf("$ etcdctl %s\n%s[exit %d]", strings.Join(step, " "), normalise(strings.Join(lines, "\n")), code))
+			outs = append(outs, fmt.Sprintf("$ etcdctl %s\n%s[exit %d]", strings.Join(script, " "), normalise(strings.Join(lines, "\n")), code))
 		}
 		return outs
 	}
