@@ -54,6 +54,7 @@ var etcdctlScript = [][]string{
 	{"defrag"},
 	{"move-leader", "1234"},
 	{"get", "b", "--consistency", "s", "-w", "fields"},
+	{"snapshot", "save", "snap.db"},
 }
 
 var txnStdin = "mod(\"a\") > \"0\"\n\nput c 3\nget a\n\nput d 4\n"
@@ -118,7 +119,7 @@ func TestEtcdctlSeesNoDifference(t *testing.T) {
 				c = exec.Command("timeout", append([]string{"1", etcdctl, "--endpoints", strings.TrimPrefix(curl, "http://")}, step...)...)
 			}
 			var out bytes.Buffer
-			c.Stdout, c.Stderr = &out, &out
+			c.Stdout, c.Stderr, c.Dir = &out, &out, dir
 			err := c.Run()
 			code := 0
 			if ee, ok := err.(*exec.ExitError); ok {
