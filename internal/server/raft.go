@@ -67,6 +67,12 @@ func (s *Server) handleReady(rd raft.Ready) error {
 		default: // nobody waits for it any more
 		}
 	}
+	// The leader may send its appends while it writes them to its own WAL
+	// (raft thesis 10.2.1); a follower acknowledges only what it has synced.
+	leader := s.leaderID.Load() == s.id
+	if leader {
+		s.transport.Send(rd.Messages)
+	}
 	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 		if err := s.persistSnapshot(rd.Snapshot); err != nil {
 			return err
@@ -83,7 +89,9 @@ func (s *Server) handleReady(rd raft.Ready) error {
 	if err := s.storage.Append(rd.Entries); err != nil {
 		return fmt.Errorf("append to raft storage: %w", err)
 	}
-	s.transport.Send(rd.Messages)
+	if !leader {
+		s.transport.Send(rd.Messages)
+	}
 	if len(rd.CommittedEntries) > 0 || (rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)) {
 		ap := toApply{entries: rd.CommittedEntries}
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {

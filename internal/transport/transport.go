@@ -158,7 +158,13 @@ func (t *Transport) checkCluster(w http.ResponseWriter, r *http.Request) bool {
 	}
 	got := r.Header.Get(HeaderClusterID)
 	if got != strconv.FormatUint(t.ClusterID, 16) {
+		// The request body may be an endless stream: answer now and close,
+		// rather than read it to the end first.
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("cluster ID mismatch: this member is in cluster %x, the request is from cluster %s", t.ClusterID, got), http.StatusPreconditionFailed)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
 		return false
 	}
 	return true
@@ -284,20 +290,64 @@ func (p *peer) enqueue(m *raftpb.Message) bool {
 
 func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
 
-// run drains the queue, sending everything queued in one request.
+// run keeps one long-lived streaming request open to the peer and writes
+// into it whatever is queued, in batches: messages flow without waiting for
+// a round trip each. When the stream breaks it is opened again.
 func (p *peer) run() {
 	var buf bytes.Buffer
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		pr, pw := io.Pipe()
+		ended := make(chan error, 1)
+		go func() {
+			err := p.post(PathMessages, pr)
+			pr.CloseWithError(errStreamEnded)
+			if err == nil {
+				err = errStreamEnded
+			}
+			ended <- err
+		}()
+		err := p.stream(pw, &buf, ended)
+		pw.CloseWithError(err)
+		if err == errPeerStopped {
+			return
+		}
+		p.rotate()
+		p.t.Raft.ReportUnreachable(p.id)
+		select { // back off a little before the next connection
+		case <-p.done:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var (
+	errPeerStopped  = errors.New("peer stopped")
+	errStreamEnded  = errors.New("message stream ended")
+	streamBatchSize = 512
+)
+
+// stream writes batches of queued messages into an open request body until
+// the peer is stopped, the request ends (ended) or a write fails.
+func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error {
 	for {
 		var first *raftpb.Message
 		select {
 		case <-p.done:
-			return
+			return errPeerStopped
+		case err := <-ended:
+			return err
 		case first = <-p.queue:
 		}
 		buf.Reset()
 		batch := []*raftpb.Message{first}
 	more:
-		for len(batch) < 512 {
+		for len(batch) < streamBatchSize {
 			select {
 			case m := <-p.queue:
 				batch = append(batch, m)
@@ -315,14 +365,13 @@ func (p *peer) run() {
 			buf.Write(lenBuf[:])
 			buf.Write(data)
 		}
-		if err := p.post(PathMessages, bytes.NewReader(buf.Bytes())); err != nil {
-			p.rotate()
-			p.t.Raft.ReportUnreachable(p.id)
+		if _, err := w.Write(buf.Bytes()); err != nil {
 			for _, m := range batch {
 				if m.GetType() == raftpb.MessageType_MsgSnap {
 					p.t.Raft.ReportSnapshot(p.id, true)
 				}
 			}
+			return err
 		}
 	}
 }
@@ -332,12 +381,17 @@ func (p *peer) post(path string, body io.Reader) error {
 	if u == "" {
 		return errors.New("peer has no URL")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if path == PathSnapshot {
-		cancel()
-		ctx, cancel = context.WithCancel(context.Background())
-	}
+	// Both the message stream and a snapshot may run long; stopping the
+	// peer ends them.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+path, body)
 	if err != nil {
 		return err
