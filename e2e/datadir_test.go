@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/pkg/etcdref"
@@ -102,6 +104,7 @@ func TestEtcdStartsOnCairnDataDir(t *testing.T) {
 func TestCairnStartsOnEtcdDataDir(t *testing.T) {
 	m := &member{t: t, name: "m1", dataDir: filepath.Join(t.TempDir(), "data"), curl: freeURL(t), purl: freeURL(t)}
 	copyDir(t, "../testdata/etcd-3.7.3/data", m.dataDir)
+	resetRootPassword(t, m.dataDir)
 	m.args = m.flags(m.name+"="+m.purl, "new", clusterOptions{})
 	m.start()
 	waitHealthy(t, m)
@@ -122,7 +125,10 @@ func TestCairnStartsOnEtcdDataDir(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := client(t, m).Get(ctx, "\x00", clientv3.WithFromKey())
+	if _, err := client(t, m).Get(ctx, "\x00", clientv3.WithFromKey()); !errors.Is(err, rpctypes.ErrUserEmpty) {
+		t.Errorf("anonymous read of etcd's data, which has authentication on: %v", err)
+	}
+	got, err := rootClient(t, m).Get(ctx, "\x00", clientv3.WithFromKey())
 	if err != nil {
 		t.Fatal(err)
 	}

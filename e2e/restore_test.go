@@ -22,6 +22,7 @@ func TestServeRestoredSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cairn snapshot restore: %v\n%s", err, out)
 	}
+	resetRootPassword(t, m.dataDir)
 	m.args = m.flags(m.name+"="+m.purl, "new", clusterOptions{})
 	m.start()
 	waitHealthy(t, m)
@@ -45,7 +46,7 @@ func TestServeRestoredSnapshot(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := client(t, m).Get(ctx, "\x00", clientv3.WithFromKey())
+	got, err := rootClient(t, m).Get(ctx, "\x00", clientv3.WithFromKey())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package api serves the etcd v3 gRPC services (KV, Watch, Lease, Cluster,
-// Maintenance) of one member on its client URLs, and /health, /livez,
+// Maintenance, Auth) of one member on its client URLs, and /health, /livez,
 // /readyz and /metrics over HTTP on the same ports.
 package api
 
@@ -43,12 +43,15 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.MaxSendMsgSize(1<<31-1),
 		grpc.MaxConcurrentStreams(1<<31-1),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(a.unaryAuth),   // auth: users and rules (auth.go)
+		grpc.ChainStreamInterceptor(a.streamAuth), // auth
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
 	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
 	pb.RegisterLeaseServer(a.grpc, &leaseServer{a: a})
 	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
 	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
+	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
 	a.http = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 	return a
 }

@@ -38,6 +38,10 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeRe
 			return nil, toGRPC(err)
 		}
 	}
+	// auth: read permission on the range, as of the state now applied.
+	if err := k.a.s.AuthStore().IsRangePermitted(callerInfo(ctx), req.Key, req.RangeEnd); err != nil {
+		return nil, toGRPC(err)
+	}
 	resp, err := k.a.s.Store().Range(req)
 	if err != nil {
 		return nil, toGRPC(err)

@@ -58,6 +58,10 @@ func (l *leaseServer) LeaseKeepAlive(stream grpc.BidiStreamingServer[pb.LeaseKee
 }
 
 func (l *leaseServer) LeaseTimeToLive(ctx context.Context, req *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	// auth: the answer may name the lease's keys, so they must be readable.
+	if err := l.a.s.CheckLeaseKeysReadable(callerInfo(ctx), req.ID); err != nil {
+		return nil, toGRPC(err)
+	}
 	info, err := l.a.s.LeaseTimeToLive(ctx, req.ID, req.Keys)
 	if err == lease.ErrLeaseNotFound {
 		// etcd answers a missing lease with TTL -1 rather than an error.

@@ -95,6 +95,11 @@ func (w *watchStream) recvLoop() error {
 }
 
 func (w *watchStream) create(cr *pb.WatchCreateRequest) {
+	// auth: the stream's token is checked at each creation, as etcd does.
+	if err := w.a.checkWatch(w.grpc.Context(), cr); err != nil {
+		w.sendRaw(&pb.WatchResponse{Header: w.a.header(0), WatchId: -1, Created: true, Canceled: true, CancelReason: toGRPC(err).Error()})
+		return
+	}
 	id := store.WatchID(cr.WatchId)
 	if id == 0 {
 		id = store.AutoWatchID

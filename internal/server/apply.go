@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -95,7 +96,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 		s.log.Error("skipping an entry that does not decode", "index", e.GetIndex(), "err", err)
 		return w.End()
 	}
-	res := s.applyRequest(w, req)
+	res := s.applyRequest(w, req, e.GetIndex())
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 	}
@@ -110,8 +111,17 @@ func requestID(req *pb.InternalRaftRequest) uint64 {
 	return req.ID
 }
 
-// applyRequest runs one request in the entry's write transaction.
-func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest) applyResult {
+// applyRequest runs one request, from the entry at index, in the entry's
+// write transaction.
+func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, index uint64) applyResult {
+	// auth: the writer's permissions, as of this point of the log; then the
+	// Auth* requests, which the auth store applies (auth.go).
+	if err := s.checkApplyPermission(req); err != nil {
+		return applyResult{err: err}
+	}
+	if auth.IsAuthRequest(req) {
+		return s.applyAuth(w, req, index)
+	}
 	if s.alarms.noSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}

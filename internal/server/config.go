@@ -35,7 +35,10 @@ type Config struct {
 	// SnapshotCatchUpEntries is how many entries a snapshot leaves in the
 	// log for slow followers.
 	SnapshotCatchUpEntries uint64
-	Logger                 *slog.Logger
+	// AuthTokenTTL is how long a simple auth token lives without use
+	// (etcd's --auth-token-ttl); 0 means 300s. (auth: added)
+	AuthTokenTTL time.Duration
+	Logger       *slog.Logger
 }
 
 // Defaults of etcd.

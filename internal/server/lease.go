@@ -6,6 +6,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -80,6 +81,9 @@ func (s *Server) afterStoreReplaced(st *store.Store) {
 	if err := s.lessor.Recover(st); err != nil {
 		s.log.Error("recovering leases from the snapshot failed", "err", err)
 	}
+	if err := s.loadAuth(st); err != nil { // auth: added
+		s.log.Error("loading the auth state from the snapshot failed", "err", err)
+	}
 }
 
 // leaseLoop, on the leader, proposes the revocation of expired leases and
@@ -101,6 +105,11 @@ func (s *Server) leaseLoop() {
 			go func(id int64) {
 				ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
 				defer cancel()
+				if s.auth.Enabled() {
+					// auth: the member revokes expired leases as root, whatever
+					// keys they carry.
+					ctx = auth.WithInfo(ctx, s.auth.RootInfo())
+				}
 				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && err != lease.ErrLeaseNotFound {
 					s.log.Warn("revoking an expired lease failed", "lease", id, "err", err)
 				}

@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/auth"
 )
 
 // requestTimeout bounds a proposal that has no deadline of its own.
@@ -52,6 +54,9 @@ func (s *Server) ProposeCompaction(ctx context.Context, req *pb.CompactionReques
 func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
 	id := s.reqIDs.get()
 	req.Header = &pb.RequestHeader{ID: id}
+	if ai, ok := auth.InfoFrom(ctx); ok { // auth: who proposes, checked at apply
+		req.Header.Username, req.Header.AuthRevision = ai.Username, ai.Revision
+	}
 	data, err := proto.Marshal(req)
 	if err != nil {
 		return applyResult{}, err

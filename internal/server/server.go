@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -63,6 +64,7 @@ type Server struct {
 
 	alarms *alarms
 	lessor *lease.Lessor
+	auth   *auth.Store // users, roles, tokens (auth: added)
 
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -99,6 +101,10 @@ func Start(cfg Config) (*Server, error) {
 	replaced := make(chan struct{})
 	s.replaced.Store(&replaced)
 	if err := createBuckets(st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.openAuth(st); err != nil { // auth: added
 		st.Close()
 		return nil, err
 	}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// setPasswordsOffline replaces the password hashes of users in the db of a
+// stopped data dir, leaving everything else of them as etcd wrote it. The
+// fixture's passwords are unknown, so this is how the test can log in to
+// it: as an operator who resets passwords on a copy would.
+func setPasswordsOffline(t *testing.T, dataDir string, passwords map[string]string) {
+	t.Helper()
+	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(dataDir, "member", "snap", "db")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.Write()
+	defer w.End()
+	for name, pw := range passwords {
+		v := w.Backend().Get(store.BucketAuthUsers, []byte(name))
+		u, err := store.UnmarshalAuthUser(v)
+		if err != nil {
+			t.Fatalf("user %s in the fixture: %v", name, err)
+		}
+		if u.Password, err = auth.DefaultHasher.Hash(pw); err != nil {
+			t.Fatal(err)
+		}
+		b, err := proto.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Backend().Put(store.BucketAuthUsers, []byte(name), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestServesEtcdFixtureWithAuth starts a member on a copy of the data dir
+// etcd 3.7.3 wrote with authentication on (users root and alice, role
+// reader reading the /app/ prefix, auth revision 7): the auth state comes
+// from etcd's buckets and is enforced.
+func TestServesEtcdFixtureWithAuth(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if out, err := exec.Command("cp", "-r", "../../testdata/etcd-3.7.3/data", dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture: %v\n%s", err, out)
+	}
+	exec.Command("chmod", "-R", "u+w", dir).Run()
+
+	// Before any password is changed: etcd's users are there, and a wrong
+	// password is refused.
+	m := &member{t: t, curl: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	m.cfg = server.Config{Name: "default", DataDir: dir, ListenClientURLs: []string{m.curl},
+		ListenPeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}}
+	m.start()
+	t.Cleanup(m.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	anon := m.client("", "")
+	if _, err := anon.Get(ctx, "/app/config/3"); !errors.Is(err, rpctypes.ErrUserEmpty) {
+		t.Errorf("anonymous read of etcd's data: %v", err)
+	}
+	if st, err := anon.AuthStatus(ctx); err != nil || !st.Enabled || st.AuthRevision != 7 {
+		t.Errorf("auth status %v %v, etcd's is enabled at revision 7", st, err)
+	}
+	if _, err := clientv3.New(clientv3.Config{Endpoints: []string{m.curl}, DialTimeout: 5 * time.Second, Username: "alice", Password: "wrong"}); !errors.Is(err, rpctypes.ErrAuthFailed) {
+		t.Errorf("alice with a wrong password: %v", err)
+	}
+	anon.Close()
+	m.stop()
+
+	setPasswordsOffline(t, dir, map[string]string{"root": "rootpw", "alice": "alicepw"})
+	m.start()
+	alice := m.client("alice", "alicepw")
+	if r, err := alice.Get(ctx, "/app/", clientv3.WithPrefix()); err != nil || len(r.Kvs) != 28 { // /app/config/3..30
+		t.Errorf("alice reads /app/: %v %v", r, err)
+	}
+	for _, key := range []string{"foo", "greeting", "after-auth"} {
+		if _, err := alice.Get(ctx, key); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Errorf("alice reads %s: %v", key, err)
+		}
+	}
+	if _, err := alice.Put(ctx, "/app/config/3", "x"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("alice writes under /app/, which she may only read: %v", err)
+	}
+	root := m.client("root", "rootpw")
+	users, err := root.UserList(ctx)
+	if err != nil || !slices.Equal(users.Users, []string{"alice", "root"}) {
+		t.Errorf("users %v %v", users, err)
+	}
+	roles, err := root.RoleList(ctx)
+	if err != nil || !slices.Equal(roles.Roles, []string{"reader"}) {
+		t.Errorf("roles %v %v", roles, err)
+	}
+	role, err := root.RoleGet(ctx, "reader")
+	if err != nil || len(role.Perm) != 1 || string(role.Perm[0].Key) != "/app/" || string(role.Perm[0].RangeEnd) != "/app0" || role.Perm[0].PermType != clientv3.PermRead {
+		t.Errorf("role reader %v %v", role, err)
+	}
+	if g, err := root.Get(ctx, "after-auth"); err != nil || len(g.Kvs) != 1 {
+		t.Errorf("root reads after-auth: %v %v", g, err)
+	}
+}

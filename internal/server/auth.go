@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// This file is the member's side of authentication: the auth store's
+// lifecycle, the apply of Auth* requests, the permission check of writes at
+// apply time, and the calls internal/api makes (Authenticate, the Auth
+// requests, token lookup).
+
+// authMaxRetries bounds how often Authenticate checks a password again
+// because the auth revision moved while its token was being proposed.
+const authMaxRetries = 5
+
+// openAuth builds the auth store of st: a new db gets etcd's initial auth
+// revision, then the store loads the auth buckets.
+func (s *Server) openAuth(st *store.Store) error {
+	s.auth = auth.New(auth.Config{TokenTTL: s.cfg.AuthTokenTTL, Logger: s.log})
+	w := st.Write()
+	err := auth.Init(writeTxReader{w.Backend()}, w.Backend())
+	if endErr := w.End(); err == nil {
+		err = endErr
+	}
+	if err != nil {
+		return fmt.Errorf("initialise the auth buckets: %w", err)
+	}
+	return s.loadAuth(st)
+}
+
+// writeTxReader reads through a write transaction, seeing its own writes.
+type writeTxReader struct{ *store.WriteTx }
+
+func (r writeTxReader) Get(bucket, key []byte) ([]byte, bool) {
+	v := r.WriteTx.Get(bucket, key)
+	return v, v != nil
+}
+
+// loadAuth (re)loads the auth store from st's buckets.
+func (s *Server) loadAuth(st *store.Store) error {
+	rt := st.Backend().Read()
+	defer rt.Close()
+	if err := s.auth.Load(rt); err != nil {
+		return fmt.Errorf("load auth state: %w", err)
+	}
+	return nil
+}
+
+// AuthStore returns the member's auth store, for permission checks.
+func (s *Server) AuthStore() *auth.Store { return s.auth }
+
+// headerInfo is who made a proposal, from its header.
+func headerInfo(req *pb.InternalRaftRequest) auth.Info {
+	if h := req.Header; h != nil {
+		return auth.Info{Username: h.Username, Revision: h.AuthRevision}
+	}
+	return auth.Info{}
+}
+
+// applyAuth applies an Auth* request at raft index index.
+func (s *Server) applyAuth(w *store.WriteTxn, req *pb.InternalRaftRequest, index uint64) applyResult {
+	resp, err := s.auth.Apply(w.Backend(), req, index, headerInfo(req))
+	return applyResult{resp: resp, err: err}
+}
+
+// AuthInfoFromToken returns who a token stands for. A simple token names
+// the raft index it was assigned at; a member that has not applied it yet
+// first catches up with the leader.
+func (s *Server) AuthInfoFromToken(ctx context.Context, token string) (auth.Info, error) {
+	index, ok := auth.TokenIndex(token)
+	if !ok {
+		return auth.Info{}, auth.ErrInvalidAuthToken
+	}
+	if index > s.AppliedIndex() {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return auth.Info{}, err
+		}
+	}
+	info, ok := s.auth.TokenInfo(token)
+	if !ok {
+		return auth.Info{}, auth.ErrInvalidAuthToken
+	}
+	return info, nil
+}
+
+// Authenticate checks a user's password on this member and, if it matches,
+// proposes a token for the user, which every member assigns when it applies
+// the proposal. The password never enters the log.
+func (s *Server) Authenticate(ctx context.Context, name, password string) (*pb.AuthenticateResponse, error) {
+	if err := s.LinearizableReadNotify(ctx); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		rev, err := s.auth.CheckPassword(name, password)
+		if err != nil {
+			return nil, err
+		}
+		prefix, err := auth.NewTokenPrefix()
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.Propose(ctx, &pb.InternalRaftRequest{Authenticate: &pb.InternalAuthenticateRequest{Name: name, SimpleToken: prefix}})
+		if err != nil {
+			return nil, err
+		}
+		// The password was checked at rev; a change since (a new password,
+		// a deleted user) means it must be checked again.
+		if rev == s.auth.Revision() {
+			return resp.(*pb.AuthenticateResponse), nil
+		}
+		if attempt == authMaxRetries {
+			return nil, auth.ErrAuthOldRevision
+		}
+		s.log.Info("the auth revision moved while authenticating; checking the password again", "user", name)
+	}
+}
+
+// AuthRequest proposes an Auth* request (other than Authenticate) and
+// returns its response. Passwords are hashed here, on the member that
+// receives them, so that the log holds only the hash.
+func (s *Server) AuthRequest(ctx context.Context, req *pb.InternalRaftRequest) (proto.Message, error) {
+	switch {
+	case req.AuthUserAdd != nil && !req.AuthUserAdd.GetOptions().GetNoPassword():
+		r := req.AuthUserAdd
+		hash, err := s.auth.Hasher().Hash(r.Password)
+		if err != nil {
+			return nil, err
+		}
+		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
+	case req.AuthUserChangePassword != nil:
+		r := req.AuthUserChangePassword
+		hash, err := s.auth.Hasher().Hash(r.Password)
+		if err != nil {
+			return nil, err
+		}
+		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
+	}
+	return s.Propose(ctx, req)
+}
