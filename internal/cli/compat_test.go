@@ -3,6 +3,7 @@ package cli_test
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -151,6 +152,33 @@ var compatScript = []step{
 	{args: []string{"move-leader", "zz"}},
 	{args: []string{"move-leader", "1"}},
 
+	// lock, elect, make-mirror, check. The lock and election keys end with
+	// the session's lease ID, which etcdctl leaves to expire and cairn
+	// revokes: normalised. check datascale's memory figure is the server's.
+	{args: []string{"lock"}},
+	{args: []string{"lock", "cl", "--", "sh", "-c", `echo "locked $ETCD_LOCK_KEY at $ETCD_LOCK_REV"`}, normalize: []normalizer{sessionKeys}},
+	{args: []string{"lock", "cl", "--", "sh", "-c", "exit 3"}},
+	{args: []string{"lock", "cl", "--", "no-such-command"}},
+	{args: []string{"lock", "cl"}, formats: []string{"simple", "fields"}, until: "cl/", normalize: []normalizer{sessionKeys}},
+	{args: []string{"elect"}},
+	{args: []string{"elect", "ce"}},
+	{args: []string{"elect", "ce", "a", "b"}},
+	{args: []string{"elect", "-l", "ce", "proposal"}},
+	{args: []string{"elect", "ce", "proposal"}, formats: []string{"simple", "fields"}, until: "proposal", normalize: []normalizer{sessionKeys}},
+	{args: []string{"put", "ce/candidate", "leader"}},
+	{args: []string{"elect", "-l", "ce"}, formats: []string{"simple", "fields"}, until: "leader"},
+	{args: []string{"del", "ce/candidate"}},
+	{args: []string{"make-mirror"}},
+	{args: []string{"make-mirror", "a", "b"}},
+	{args: []string{"make-mirror", "--dest-prefix", "x", "--no-dest-prefix", "127.0.0.1:1"}},
+	{args: []string{"check", "perf", "--load", "q"}},
+	{args: []string{"check", "datascale", "--load", "q"}},
+	{args: []string{"put", "/etcdctl-check-perf/x", "y"}},
+	{args: []string{"check", "perf"}, normalize: []normalizer{toolName}},
+	{args: []string{"check", "datascale", "--prefix", "/etcdctl-check-perf/"}, normalize: []normalizer{toolName}},
+	{args: []string{"del", "/etcdctl-check-perf/x"}},
+	{args: []string{"check", "datascale", "--auto-compact", "--auto-defrag"}, normalize: []normalizer{memoryUsed, progressBars}},
+
 	// users, roles, authentication
 	{args: []string{"user", "add", "root:rootpw"}, formats: allFormats},
 	{args: []string{"user", "add", "alice", "--interactive=false"}, stdin: "alicepw\n", formats: []string{"json"}},
@@ -246,3 +274,27 @@ func describeDiff(want, got outcome) string {
 func indent(s string) string {
 	return "    | " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    | ")
 }
+
+var (
+	sessionKey       = regexp.MustCompile(`\b(cl|ce)/(<lease\d+>|[0-9a-f]{1,16})`)
+	sessionLease     = regexp.MustCompile(`"Lease" : (<lease\d+>|\d+)`)
+	memoryFigure     = regexp.MustCompile(`memory used : -?\d+(\.\d+)? MB`)
+	progressBar      = regexp.MustCompile(`\d+ / \d+ \[[-_>]*\] \d+\.\d+% (\?|\d+) p/s`)
+	deleteSuggestion = regexp.MustCompile(`\b(etcdctl|cairn) del --prefix`)
+)
+
+// sessionKeys replaces the lease IDs of lock and election keys.
+func sessionKeys(s string) string {
+	s = sessionKey.ReplaceAllString(s, "$1/<session>")
+	return sessionLease.ReplaceAllString(s, `"Lease" : <session>`)
+}
+
+// memoryUsed replaces the memory figure of check datascale.
+func memoryUsed(s string) string { return memoryFigure.ReplaceAllString(s, "memory used : <memory>") }
+
+// progressBars drops etcdctl's progress bars, which it draws even when its
+// output is not a terminal (cairn draws them on terminals only).
+func progressBars(s string) string { return progressBar.ReplaceAllString(s, "") }
+
+// toolName replaces the name of the tool in the commands it suggests.
+func toolName(s string) string { return deleteSuggestion.ReplaceAllString(s, "<tool> del --prefix") }

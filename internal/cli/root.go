@@ -31,10 +31,16 @@ and reads the data directories of cairn and etcd members offline
 	addMemberCommands(root, g)
 	addEndpointCommands(root, g)
 	addMaintenanceCommands(root, g)
+	addConcurrencyCommands(root, g)
 	addAuthCommands(root, g)
 	addUtilityCommands(root)
+	addBenchCommands(root, g)
+	addCheckCommands(root, g)
+	addMirrorCommand(root, g)
+	addCompletionCommand(root)
 	addForensicsCommands(root)
 	addToGroup(root, serverGroup, newServeCommand())
+	useEtcdctlHelp(root)
 	return root
 }
 

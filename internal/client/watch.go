@@ -151,12 +151,15 @@ func (w *Watch) runStream(ctx context.Context, r *router, req *pb.WatchCreateReq
 }
 
 // advance moves the cursor past a response and returns what of it is new.
+// The events of one revision (a transaction's) arrive in one response and
+// share their revision: all of them are new when the revision is.
 func (c *watchCursor) advance(resp *pb.WatchResponse) (WatchResponse, bool) {
 	batch := WatchResponse{Header: resp.GetHeader()}
+	first := c.next
 	for _, ev := range resp.GetEvents() {
-		if rev := ev.GetKv().GetModRevision(); rev >= c.next {
+		if rev := ev.GetKv().GetModRevision(); rev >= first {
 			batch.Events = append(batch.Events, ev)
-			c.next = rev + 1
+			c.next = max(c.next, rev+1)
 		}
 	}
 	if len(resp.GetEvents()) == 0 {

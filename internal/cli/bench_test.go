@@ -1,0 +1,189 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/client/clienttest"
+)
+
+// benchJSON is the part of `cairn bench -w json` the tests read.
+type benchJSON struct {
+	Benchmark         string         `json:"benchmark"`
+	Parameters        map[string]any `json:"parameters"`
+	Requests          int            `json:"requests"`
+	Failed            int            `json:"failed"`
+	RequestsPerSecond float64        `json:"requests_per_second"`
+	Latency           struct {
+		Percentiles map[string]float64 `json:"percentiles"`
+	} `json:"latency_seconds"`
+	Histogram []struct {
+		Count int `json:"count"`
+	} `json:"histogram"`
+}
+
+// cairnOutput runs the cairn binary and returns its stdout, failing the test
+// on a non-zero exit.
+func cairnOutput(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cairnBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cairn %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+func decodeBench(t *testing.T, out string) benchJSON {
+	t.Helper()
+	var b benchJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("bench -w json printed %q: %v", out, err)
+	}
+	return b
+}
+
+// checkBench checks the counts of a bench report.
+func checkBench(t *testing.T, b benchJSON, name string, requests int) {
+	t.Helper()
+	if b.Benchmark != name || b.Requests != requests || b.Failed != 0 || b.RequestsPerSecond <= 0 {
+		t.Errorf("%s: report %+v, want %d requests and no failure", name, b, requests)
+	}
+	inHistogram := 0
+	for _, bucket := range b.Histogram {
+		inHistogram += bucket.Count
+	}
+	if inHistogram != requests {
+		t.Errorf("%s: histogram counts %d requests of %d", name, inHistogram, requests)
+	}
+	for _, p := range []string{"p50", "p90", "p99", "p99.9"} {
+		if b.Latency.Percentiles[p] <= 0 {
+			t.Errorf("%s: no %s latency in %v", name, p, b.Latency.Percentiles)
+		}
+	}
+}
+
+func TestBenchWorkloads(t *testing.T) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	t.Run("put", func(t *testing.T) {
+		b := decodeBench(t, cairnOutput(t, endpoints, "-w", "json", "bench", "put", "--clients", "8", "--conns", "3",
+			"--total", "300", "--key-size", "16", "--val-size", "100", "--sequential-keys", "--key-space-size", "50"))
+		checkBench(t, b, "put", 300)
+		// Keys are 16 bytes starting with the varint of their number: 50 of
+		// them, written 6 times each.
+		resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count != 50 {
+			t.Errorf("%d keys after 300 sequential puts over a key space of 50", resp.Count)
+		}
+		for _, kv := range resp.Kvs {
+			if len(kv.Key) != 16 || len(kv.Value) != 100 || kv.Version != 6 {
+				t.Errorf("key %x: %d bytes, value %d bytes, version %d", kv.Key, len(kv.Key), len(kv.Value), kv.Version)
+			}
+		}
+	})
+	t.Run("range", func(t *testing.T) {
+		for _, consistency := range []string{"l", "s"} {
+			b := decodeBench(t, cairnOutput(t, endpoints, "-w", "json", "bench", "range", "--consistency", consistency,
+				"--clients", "4", "--conns", "2", "--total", "200", "some-key"))
+			checkBench(t, b, "range", 200)
+			if b.Parameters["consistency"] != consistency {
+				t.Errorf("parameters %v", b.Parameters)
+			}
+		}
+	})
+	t.Run("txn-put", func(t *testing.T) {
+		before, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := decodeBench(t, cairnOutput(t, endpoints, "-w", "json", "bench", "txn-put", "--txn-ops", "3",
+			"--key-space-size", "10", "--total", "40", "--clients", "4"))
+		checkBench(t, b, "txn-put", 40)
+		after, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := after.Header.Revision - before.Header.Revision; got != 40 {
+			t.Errorf("40 transactions made %d revisions", got)
+		}
+	})
+	t.Run("lease-keepalive", func(t *testing.T) {
+		b := decodeBench(t, cairnOutput(t, endpoints, "-w", "json", "bench", "lease-keepalive", "--clients", "5",
+			"--conns", "2", "--total", "100"))
+		checkBench(t, b, "lease-keepalive", 100)
+		leases, err := c.Lease.LeaseLeases(ctx, &pb.LeaseLeasesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leases.Leases) != 0 {
+			t.Errorf("%d leases left after the benchmark", len(leases.Leases))
+		}
+	})
+	t.Run("watch", func(t *testing.T) {
+		out := cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
+			"--watched-key-total", "5", "--total", "50", "--clients", "5", "--conns", "2")
+		var w struct {
+			Creation, Puts, Events benchJSON
+			Missing                int `json:"missing_events"`
+		}
+		if err := json.Unmarshal([]byte(out), &w); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		// 12 watchers over 5 keys: keys 0 and 1 have 3 watchers, the others 2;
+		// 50 puts, 10 on each key: 10*(3+3+2+2+2) events.
+		if w.Creation.Requests != 12 || w.Puts.Requests != 50 || w.Events.Requests != 120 || w.Missing != 0 {
+			t.Errorf("watch report: %d creations, %d puts, %d events, %d missing; want 12, 50, 120, 0\n%s",
+				w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, out)
+		}
+	})
+	t.Run("simple output", func(t *testing.T) {
+		out := cairnOutput(t, endpoints, "bench", "put", "--total", "20")
+		for _, want := range []string{"Summary:", "Requests/sec:", "Response time histogram:", "Latency distribution:", "99.9% in"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+func TestBenchRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "put", "--clients", "0"},
+		{"bench", "put", "--key-space-size", "0"},
+		{"bench", "txn-put", "--txn-ops", "5", "--key-space-size", "2"},
+		{"bench", "range"},
+		{"bench", "range", "k", "--consistency", "x"},
+		{"bench", "watch", "--val-size", "4"},
+	} {
+		cmd := exec.Command(cairnBinary(t), append([]string{"--endpoints=127.0.0.1:1"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.HasPrefix(string(out), "Error: ") || strings.Count(string(out), "\n") != 1 {
+			t.Errorf("cairn %s: %v, printed %q; want a one-line error", strings.Join(args, " "), err, out)
+		}
+	}
+}

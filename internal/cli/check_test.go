@@ -1,0 +1,84 @@
+package cli_test
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/client/clienttest"
+)
+
+func TestCheckPerf(t *testing.T) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	// A short run of the small workload (the verdict is meant for a
+	// minute; --duration is hidden).
+	out := cairnOutput(t, endpoints, "check", "perf", "--duration", "2s", "--auto-compact", "--auto-defrag")
+	verdict := regexp.MustCompile(`^Compacting with revision (\d+)
+Compacted with revision (\d+)
+Defragmenting "` + regexp.QuoteMeta(cluster.Endpoints()[0]) + `"
+Defragmented "` + regexp.QuoteMeta(cluster.Endpoints()[0]) + `"
+PASS: Throughput is 1[45]\d writes/s
+PASS: Slowest request took \d+\.\d{6}s
+PASS: Stddev is \d+\.\d{6}s
+PASS
+$`)
+	if !verdict.MatchString(out) {
+		t.Errorf("check perf printed:\n%s", out)
+	}
+	if n := countKeys(t, c, "/etcdctl-check-perf/"); n != 0 {
+		t.Errorf("%d keys left by check perf", n)
+	}
+}
+
+func TestCheckDatascale(t *testing.T) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := cairnOutput(t, endpoints, "check", "datascale", "--prefix", "/ds/")
+	want := regexp.MustCompile(`^Start data scale check for work load \[10000 key-value pairs, 1024 bytes per key-value, 50 concurrent clients\]\.
+PASS: Approximate system memory used : -?\d+\.\d\d MB\.
+$`)
+	if !want.MatchString(out) {
+		t.Errorf("check datascale printed:\n%s", out)
+	}
+	if n := countKeys(t, c, "/ds/"); n != 0 {
+		t.Errorf("%d keys left by check datascale", n)
+	}
+}
+
+func TestCheckRefusals(t *testing.T) {
+	cairn := cairnBinary(t)
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	cairnOutput(t, endpoints, "put", "/busy/x", "y")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"check", "perf", "--load", "xxl"}, 4, "Error: unknown load option xxl\n"},
+		{[]string{"check", "datascale", "--load", "xxl"}, 4, "Error: unknown load option xxl\n"},
+		{[]string{"check", "perf", "--prefix", "/busy/"}, 3,
+			"Error: prefix \"/busy/\" has keys. Delete with 'cairn del --prefix /busy/' first\n"},
+		{[]string{"check", "datascale", "--prefix", "/busy/"}, 3,
+			"Error: prefix \"/busy/\" has keys. Delete with cairn del --prefix /busy/ first\n"},
+	} {
+		out, err := exec.Command(cairn, append([]string{endpoints}, c.args...)...).CombinedOutput()
+		if exitCode(err) != c.code || string(out) != c.msg {
+			t.Errorf("cairn %s: exit %d, printed %q; want %d, %q", strings.Join(c.args, " "), exitCode(err), out, c.code, c.msg)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// completionShells are the shells completion scripts are made for, with
+// the function that writes each.
+var completionShells = map[string]func(root *cobra.Command, w io.Writer) error{
+	"bash":       func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) },
+	"zsh":        func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) },
+	"fish":       func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) },
+	"powershell": func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) },
+}
+
+// addCompletionCommand attaches completion, in place of cobra's own.
+func addCompletionCommand(root *cobra.Command) {
+	addToGroup(root, utilityGroup, &cobra.Command{
+		Use:   "completion [bash|zsh|fish|powershell]",
+		Short: "Generate completion script",
+		Long: `To load completions:
+
+Bash:
+
+  $ source <(cairn completion bash)
+
+  # To load completions for each session, execute once:
+  # Linux:
+  $ cairn completion bash > /etc/bash_completion.d/cairn
+  # macOS:
+  $ cairn completion bash > /usr/local/etc/bash_completion.d/cairn
+
+Zsh:
+
+  # If shell completion is not already enabled in your environment,
+  # you will need to enable it.  You can execute the following once:
+
+  $ echo "autoload -U compinit; compinit" >> ~/.zshrc
+
+  # To load completions for each session, execute once:
+  $ cairn completion zsh > "${fpath[1]}/_cairn"
+
+  # You will need to start a new shell for this setup to take effect.
+
+fish:
+
+  $ cairn completion fish | source
+
+  # To load completions for each session, execute once:
+  $ cairn completion fish > ~/.config/fish/completions/cairn.fish
+
+PowerShell:
+
+  PS> cairn completion powershell | Out-String | Invoke-Expression
+
+  # To load completions for every new session, run:
+  PS> cairn completion powershell > cairn.ps1
+  # and source this file from your PowerShell profile.
+
+The same scripts are in the completions/ folder of the source tree.`,
+		DisableFlagsInUseLine: true,
+		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
+		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gen, ok := completionShells[args[0]]
+			if !ok {
+				return badArgs("unsupported shell %q", args[0])
+			}
+			if err := gen(cmd.Root(), cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("generate %s completion: %w", args[0], err)
+			}
+			return nil
+		},
+	})
+}
