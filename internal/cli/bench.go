@@ -103,6 +103,11 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions, f func(s *b
 	for i := range o.conns {
 		connCfg := cfg
 		connCfg.Endpoints = []string{endpoints[i%len(endpoints)]}
+		// A connection has one endpoint: the health probe, which chooses
+		// among endpoints, has nothing to choose from, and its status calls
+		// (one per connection every probe interval) would add load that is
+		// not the benchmark's.
+		connCfg.HealthProbeInterval = -1
 		c, err := client.New(connCfg)
 		if err != nil {
 			return withCode(exitBadConnection, err)

@@ -229,6 +229,11 @@ func checkConnections(cmd *cobra.Command, g *globalOptions, clients int) ([]*cli
 	if err != nil {
 		return nil, err
 	}
+	// The health probe of the command's own client keeps watch over the
+	// endpoints; the load connections do without (their status calls would
+	// add load that is not the check's), and still leave an endpoint that
+	// fails.
+	cfg.HealthProbeInterval = -1
 	var conns []*client.Client
 	for range (clients + clientsPerConnection - 1) / clientsPerConnection {
 		c, err := client.New(cfg)

@@ -108,8 +108,10 @@ func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, lo
 
 	var conns []*client.Client
 	defer func() { closeAll(conns) }()
+	loadCfg := cfg
+	loadCfg.HealthProbeInterval = -1 // one endpoint: nothing for the probe to choose
 	for range (load.clients + clientsPerConnection - 1) / clientsPerConnection {
-		conn, err := client.New(cfg)
+		conn, err := client.New(loadCfg)
 		if err != nil {
 			return withCode(exitBadConnection, err)
 		}
