@@ -126,6 +126,7 @@ run_all() {
   go build -o "$ETCDCLIENT" ./scripts/etcd-client-bench
 
   local rep run order i kind size workload
+  cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before" 2>/dev/null || true
   for ((rep = 1; rep <= REPEAT; rep++)); do
     order=("${SERVER_RUNS[@]}")
     if ((rep % 2 == 0)); then
@@ -152,6 +153,7 @@ run_all() {
       stop_servers
     done
   done
+  cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after" 2>/dev/null || true
 }
 
 # ---- summary -----------------------------------------------------------------
@@ -189,6 +191,9 @@ summarize() {
   echo
   echo "Measured $(date -u -r "$RESULTS" '+%Y-%m-%d %H:%M UTC') on $(nproc) cores; $REPEAT repetitions;"
   echo "$CLIENTS clients over $CONNS connections, $TOTAL requests per measurement, ${VAL_SIZE}-byte values."
+  if [[ -f $RESULTS/loadavg-before && -f $RESULTS/loadavg-after ]]; then
+    echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); after: $(cat "$RESULTS/loadavg-after")."
+  fi
   echo "Figures: medians over the repetitions. Ratios: median (lowest–highest) of the ratios within each repetition."
   echo
   echo "| workload (cairn bench) | etcd 3.7.3 | cairn serve | cairn/etcd throughput | cairn/etcd p99 latency |"
