@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -228,13 +229,31 @@ var compatScript = []step{
 func TestCompatibilityWithEtcdctl(t *testing.T) {
 	etcdctl := filepath.Join(clienttest.ReferenceDir(t), "etcdctl")
 	cairn := cairnBinary(t)
-	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	// The script runs against the server CAIRN_TEST_SERVER names, or else
+	// against both etcd 3.7.3 and cairn serve.
+	servers := map[string][]string{
+		"etcd":        {filepath.Join(clienttest.ReferenceDir(t), "etcd")},
+		"cairn-serve": {cairn, "serve"},
+	}
+	if os.Getenv(clienttest.ServerEnv) != "" {
+		servers = map[string][]string{"selected": clienttest.ServerCommand(t)}
+	}
+	for name, server := range servers {
+		t.Run(name, func(t *testing.T) {
+			cluster := clienttest.StartCluster(t, clienttest.Options{Server: server})
+			want := runScript(t, etcdctl, cluster, compatScript)
+			got := runScript(t, cairn, cluster, compatScript)
+			compareRuns(t, compatScript, want, got)
+		})
+	}
+}
 
-	want := runScript(t, etcdctl, cluster, compatScript)
-	got := runScript(t, cairn, cluster, compatScript)
-
+// compareRuns reports every step whose outcome differs between etcdctl
+// (want) and cairn (got).
+func compareRuns(t *testing.T, script []step, want, got [][]outcome) {
+	t.Helper()
 	same := 0
-	for i, s := range compatScript {
+	for i, s := range script {
 		for j, format := range formatsOf(s) {
 			w, g := want[i][j], got[i][j]
 			if w == g {
@@ -244,7 +263,7 @@ func TestCompatibilityWithEtcdctl(t *testing.T) {
 			t.Errorf("step %d, %s%s:\n%s", i, s, formatSuffix(format), describeDiff(w, g))
 		}
 	}
-	t.Logf("%d runs of %d steps printed the same with both tools", same, len(compatScript))
+	t.Logf("%d runs of %d steps printed the same with both tools", same, len(script))
 }
 
 func formatSuffix(format string) string {

@@ -105,12 +105,16 @@ type Options struct {
 	ClientTLS *Certificates
 	// Args are extra flags for every member.
 	Args []string
+	// Server is the command line that starts a member, before its flags;
+	// nil means ServerCommand's choice.
+	Server []string
 }
 
 // Cluster is a running test cluster; it is stopped when the test ends.
 type Cluster struct {
 	Members []*Member
 	t       testing.TB
+	server  []string
 	http    *http.Client // for health checks
 }
 
@@ -133,10 +137,13 @@ type Member struct {
 // StartCluster starts a cluster and waits until it has a leader.
 func StartCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	server := ServerCommand(t)
+	server := opts.Server
+	if len(server) == 0 {
+		server = ServerCommand(t)
+	}
 	size := max(opts.Size, 1)
 	dir := t.TempDir()
-	c := &Cluster{t: t, http: &http.Client{Timeout: time.Second}}
+	c := &Cluster{t: t, server: server, http: &http.Client{Timeout: time.Second}}
 	scheme := "http://"
 	var tlsArgs []string
 	if certs := opts.ClientTLS; certs != nil {
@@ -241,14 +248,13 @@ func (m *Member) Kill() {
 // new. Scripts run on two resets of one cluster see the same IDs.
 func (c *Cluster) Reset() {
 	c.t.Helper()
-	server := ServerCommand(c.t)
 	for _, m := range c.Members {
 		m.Kill()
 		if err := os.RemoveAll(m.DataDir); err != nil {
 			c.t.Fatal(err)
 		}
 		m.args = replaceFlag(m.args, "--initial-cluster-state", "new")
-		m.start(c.t, server)
+		m.start(c.t, c.server)
 	}
 	c.WaitHealthy(c.Members...)
 }
@@ -257,7 +263,7 @@ func (c *Cluster) Reset() {
 func (c *Cluster) Restart(m *Member) {
 	c.t.Helper()
 	m.args = replaceFlag(m.args, "--initial-cluster-state", "existing")
-	m.start(c.t, ServerCommand(c.t))
+	m.start(c.t, c.server)
 }
 
 func replaceFlag(args []string, flag, value string) []string {
