@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 func TestSingleMember(t *testing.T) {
@@ -217,7 +219,7 @@ func TestLearnerPromotion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: freeURL(t), purl: freeURL(t)}
+	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 	added, err := cli.MemberAddAsLearner(ctx, []string{l.purl})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
@@ -102,7 +103,7 @@ func TestEtcdStartsOnCairnDataDir(t *testing.T) {
 // real etcd 3.7.3 wrote (testdata): it serves etcd's keys, cluster and
 // member IDs.
 func TestCairnStartsOnEtcdDataDir(t *testing.T) {
-	m := &member{t: t, name: "m1", dataDir: filepath.Join(t.TempDir(), "data"), curl: freeURL(t), purl: freeURL(t)}
+	m := &member{t: t, name: "m1", dataDir: filepath.Join(t.TempDir(), "data"), curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 	copyDir(t, "../testdata/etcd-3.7.3/data", m.dataDir)
 	resetRootPassword(t, m.dataDir)
 	m.args = m.flags(m.name+"="+m.purl, "new", clusterOptions{})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
@@ -81,7 +82,7 @@ func normalise(s string) string {
 func TestEtcdctlSeesNoDifference(t *testing.T) {
 	etcdctl := etcdref.Bin(t, "etcdctl")
 	etcd := etcdref.Bin(t, "etcd")
-	curl, purl := freeURL(t), freeURL(t)
+	curl, purl := testnet.FreeURL(t), testnet.FreeURL(t)
 	run := func(server []string) []string {
 		dir := t.TempDir()
 		args := append(append([]string(nil), server...), "--name", "x", "--data-dir", filepath.Join(dir, "data"),

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // cairnBin is the binary built once for the whole package.
@@ -58,16 +59,6 @@ type member struct {
 	exited  chan struct{}
 }
 
-func freeURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String()
-}
-
 // clusterOptions are the flags every member of a test cluster gets.
 type clusterOptions struct {
 	snapshotCount  int
@@ -80,7 +71,7 @@ func newCluster(t *testing.T, n int, opts clusterOptions) []*member {
 	var ms []*member
 	var initial []string
 	for i := 1; i <= n; i++ {
-		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"), curl: freeURL(t), purl: freeURL(t)}
+		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"), curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 		ms = append(ms, m)
 		initial = append(initial, m.name+"="+m.purl)
 	}

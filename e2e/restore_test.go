@@ -10,12 +10,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // TestServeRestoredSnapshot restores the snapshot real etcd 3.7.3 saved and
 // serves it with cairn: every key comes back as etcd served it.
 func TestServeRestoredSnapshot(t *testing.T) {
-	m := &member{t: t, name: "m1", dataDir: filepath.Join(t.TempDir(), "restored"), curl: freeURL(t), purl: freeURL(t)}
+	m := &member{t: t, name: "m1", dataDir: filepath.Join(t.TempDir(), "restored"), curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 	out, err := exec.Command(cairnBin, "snapshot", "restore", "../testdata/etcd-3.7.3/snapshot.db",
 		"--data-dir", m.dataDir, "--name", m.name, "--initial-cluster", m.name+"="+m.purl,
 		"--initial-advertise-peer-urls", m.purl).CombinedOutput()

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // TestAuthTokenWorksOnEveryMember logs in on one member of three and uses
@@ -22,8 +23,8 @@ import (
 func TestAuthTokenWorksOnEveryMember(t *testing.T) {
 	var curls, purls, initial []string
 	for i := 1; i <= 3; i++ {
-		curls = append(curls, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-		purls = append(purls, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+		curls = append(curls, testnet.FreeURL(t))
+		purls = append(purls, testnet.FreeURL(t))
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
 	}
 	for i := range 3 {
@@ -74,8 +75,8 @@ func TestAuthTokenWorksOnEveryMember(t *testing.T) {
 func TestAuthStateArrivesWithSnapshot(t *testing.T) {
 	var curls, purls, initial []string
 	for i := 1; i <= 3; i++ {
-		curls = append(curls, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-		purls = append(purls, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+		curls = append(curls, testnet.FreeURL(t))
+		purls = append(purls, testnet.FreeURL(t))
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
 	}
 	ms := make([]*member, 3)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
@@ -18,8 +18,8 @@ import (
 func startReferenceEtcd(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := etcdref.Bin(t, "etcd")
-	curl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	purl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	curl := testnet.FreeURL(t)
+	purl := testnet.FreeURL(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"--name", "m1", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", curl, "--advertise-client-urls", curl,

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -64,9 +64,9 @@ func TestServesEtcdFixtureWithAuth(t *testing.T) {
 
 	// Before any password is changed: etcd's users are there, and a wrong
 	// password is refused.
-	m := &member{t: t, curl: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	m := &member{t: t, curl: testnet.FreeURL(t)}
 	m.cfg = server.Config{Name: "default", DataDir: dir, ListenClientURLs: []string{m.curl},
-		ListenPeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}}
+		ListenPeerURLs: []string{testnet.FreeURL(t)}}
 	m.start()
 	t.Cleanup(m.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

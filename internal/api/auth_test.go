@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // member is a cairn member in process whose data dir outlives it, so that
@@ -29,10 +29,10 @@ type member struct {
 
 func newMember(t *testing.T, cfg server.Config) *member {
 	t.Helper()
-	m := &member{t: t, cfg: cfg, curl: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	m := &member{t: t, cfg: cfg, curl: testnet.FreeURL(t)}
 	m.cfg.Name, m.cfg.DataDir = "m1", t.TempDir()
 	m.cfg.ListenClientURLs = []string{m.curl}
-	m.cfg.ListenPeerURLs = []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	m.cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}
 	m.start()
 	t.Cleanup(m.stop)
 	return m

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 func TestThreeMembersInProcess(t *testing.T) {
@@ -17,7 +18,7 @@ func TestThreeMembersInProcess(t *testing.T) {
 	var ms []m
 	var initial []string
 	for i := 1; i <= 3; i++ {
-		x := m{fmt.Sprintf("m%d", i), fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		x := m{fmt.Sprintf("m%d", i), testnet.FreeURL(t), testnet.FreeURL(t)}
 		ms = append(ms, x)
 		initial = append(initial, x.name+"="+x.purl)
 	}

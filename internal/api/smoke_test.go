@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,27 +11,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // startMember runs a single-member cluster in process with its client API,
 // stopped at the end of the test, and returns its client URL, the member
 // and a client of it.
 func startMember(t *testing.T, cfg server.Config) (string, *server.Server, *clientv3.Client) {
 	t.Helper()
-	curl := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	curl := testnet.FreeURL(t)
 	cfg.Name, cfg.DataDir = "m1", t.TempDir()
 	cfg.ListenClientURLs = []string{curl}
-	cfg.ListenPeerURLs = []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}
 	s, err := server.Start(cfg)
 	if err != nil {
 		t.Fatal(err)

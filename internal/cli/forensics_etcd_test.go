@@ -3,8 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"fmt"
-	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -13,22 +11,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // Helpers that run the reference etcd 3.7.3 on a data directory.
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // etcdMember is a reference etcd started by startEtcd.
 type etcdMember struct {
@@ -53,7 +41,7 @@ const etcdReadyLine = "serving client traffic insecurely"
 func startEtcd(t *testing.T, dataDir, name, peerURL, token string) *etcdMember {
 	t.Helper()
 	bin := etcdref.Bin(t, "etcd")
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	client := testnet.FreeURL(t)
 	m := &etcdMember{endpoint: client}
 	cmd := exec.Command(bin, "--name", name, "--data-dir", dataDir,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,

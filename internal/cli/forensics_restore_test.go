@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -153,7 +154,7 @@ func v2Members(t *testing.T, data []byte) string {
 func TestForensicsRestoredDataDirServedByEtcd(t *testing.T) {
 	root := copyFixture(t)
 	dataDir := filepath.Join(t.TempDir(), "restored")
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := testnet.FreeURL(t)
 	mustRun(t, "snapshot", "restore", filepath.Join(root, "snapshot.db"), "--data-dir", dataDir,
 		"--name", "r1", "--initial-cluster", "r1="+peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "restored")
 	disableAuth(t, dbPath(dataDir))
@@ -185,7 +186,7 @@ func TestForensicsEtcdutlRestoresCairnSnapshot(t *testing.T) {
 	etcdutl := etcdref.Bin(t, "etcdutl")
 	snap, want := cairnSnapshot(t)
 	dataDir := filepath.Join(t.TempDir(), "restored")
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := testnet.FreeURL(t)
 	if out, err := exec.Command(etcdutl, "snapshot", "restore", snap, "--data-dir", dataDir, "--name", "c1",
 		"--initial-cluster", "c1="+peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "cairn").CombinedOutput(); err != nil {
 		t.Fatalf("etcdutl snapshot restore of a cairn snapshot: %v\n%s", err, out)

@@ -7,7 +7,6 @@ package clienttest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // ServerEnv names the environment variable that selects the server under
@@ -155,8 +156,8 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	var initial []string
 	for i := range size {
 		m := &Member{Name: fmt.Sprintf("m%d", i+1), DataDir: filepath.Join(dir, fmt.Sprintf("m%d", i+1))}
-		m.ClientURL = scheme + freeAddr(t)
-		listenPeer := "http://" + freeAddr(t)
+		m.ClientURL = scheme + testnet.FreeAddr(t)
+		listenPeer := "http://" + testnet.FreeAddr(t)
 		m.PeerURL = listenPeer
 		if opts.PeerProxy {
 			m.proxy = startPeerProxy(t, strings.TrimPrefix(listenPeer, "http://"))
@@ -361,17 +362,6 @@ func Poll(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 		case <-tick.C:
 		}
 	}
-}
-
-// freeAddr returns a 127.0.0.1 address with a port that was free just now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func logTail(t testing.TB, m *Member) {
