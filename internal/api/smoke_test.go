@@ -16,13 +16,15 @@ import (
 
 // startMember runs a single-member cluster in process with its client API,
 // stopped at the end of the test, and returns its client URL, the member
-// and a client of it.
+// and a client of it. cfg may name the peer URL; the rest is chosen here.
 func startMember(t *testing.T, cfg server.Config) (string, *server.Server, *clientv3.Client) {
 	t.Helper()
 	curl := testnet.FreeURL(t)
 	cfg.Name, cfg.DataDir = "m1", t.TempDir()
 	cfg.ListenClientURLs = []string{curl}
-	cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}
+	if len(cfg.ListenPeerURLs) == 0 {
+		cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}
+	}
 	s, err := server.Start(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -23,4 +23,5 @@ var (
 	ErrLeaderChanged       = errors.New("etcdserver: leader changed")
 	ErrBadLeaderTransferee = errors.New("etcdserver: bad leader transferee")
 	ErrCorruptedDataDir    = errors.New("data directory is inconsistent")
+	ErrBadPeerMessage      = errors.New("rejected peer message")
 )

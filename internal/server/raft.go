@@ -149,15 +149,33 @@ func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
 
 // Process steps a message from a peer (transport.Raft).
 func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
+	if err := s.checkPeerMessage(m); err != nil {
+		return err
+	}
+	return s.node.Step(ctx, m)
+}
+
+// checkPeerMessage lets only messages between members of this cluster reach
+// raft, which trusts what it is given (a forged commit index makes it panic).
+func (s *Server) checkPeerMessage(m *raftpb.Message) error {
 	if s.members.isRemoved(m.GetFrom()) {
 		return ErrMemberIDRemoved
 	}
-	return s.node.Step(ctx, m)
+	if m.GetTo() != s.id {
+		return fmt.Errorf("%w: message for member %x, this is member %x", ErrBadPeerMessage, m.GetTo(), s.id)
+	}
+	if _, ok := s.members.get(m.GetFrom()); !ok {
+		return fmt.Errorf("%w: message from %x, not a member of this cluster", ErrBadPeerMessage, m.GetFrom())
+	}
+	return nil
 }
 
 // ReceiveSnapshot stores the db that comes with a snapshot message as
 // <index>.snap.db, then steps the message (transport.Raft).
 func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.Reader) error {
+	if err := s.checkPeerMessage(m); err != nil {
+		return err
+	}
 	index := m.GetSnapshot().GetMetadata().GetIndex()
 	path := s.receivedDBPath(index)
 	tmp := path + ".tmp"

@@ -175,28 +175,17 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := io.LimitReader(r.Body, 512<<20)
-	var lenBuf [4]byte
-	buf := make([]byte, 0, 4096)
+	var buf bytes.Buffer
 	for {
-		if _, err := io.ReadFull(body, lenBuf[:]); err != nil {
+		if err := readFrame(body, &buf, 256<<20); err != nil {
 			if err == io.EOF {
 				return
 			}
-			http.Error(w, "read message length: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := binary.BigEndian.Uint32(lenBuf[:])
-		if n > 256<<20 {
-			http.Error(w, "message too large", http.StatusBadRequest)
-			return
-		}
-		buf = append(buf[:0], make([]byte, n)...)
-		if _, err := io.ReadFull(body, buf); err != nil {
 			http.Error(w, "read message: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		m := new(raftpb.Message)
-		if err := proto.Unmarshal(buf, m); err != nil {
+		if err := proto.Unmarshal(buf.Bytes(), m); err != nil {
 			http.Error(w, "decode message: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -211,23 +200,13 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	if !t.checkCluster(w, r) {
 		return
 	}
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(r.Body, lenBuf[:]); err != nil {
-		http.Error(w, "read snapshot message: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	n := binary.BigEndian.Uint32(lenBuf[:])
-	if n > 64<<20 {
-		http.Error(w, "snapshot message too large", http.StatusBadRequest)
-		return
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r.Body, buf); err != nil {
+	var buf bytes.Buffer
+	if err := readFrame(r.Body, &buf, 64<<20); err != nil {
 		http.Error(w, "read snapshot message: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	m := new(raftpb.Message)
-	if err := proto.Unmarshal(buf, m); err != nil || m.GetType() != raftpb.MessageType_MsgSnap {
+	if err := proto.Unmarshal(buf.Bytes(), m); err != nil || m.GetType() != raftpb.MessageType_MsgSnap {
 		http.Error(w, "not a snapshot message", http.StatusBadRequest)
 		return
 	}
@@ -237,6 +216,31 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// readFrame reads one length-prefixed frame (4 bytes big endian, then the
+// bytes) into buf. Its memory grows with the bytes that arrive, not with
+// the length a peer claims. A clean end before the frame is io.EOF.
+func readFrame(r io.Reader, buf *bytes.Buffer, maxLen uint32) error {
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("read frame length: %w", err)
+		}
+		return err
+	}
+	n := binary.BigEndian.Uint32(lenBuf[:])
+	if n > maxLen {
+		return fmt.Errorf("frame of %d bytes, more than %d", n, maxLen)
+	}
+	buf.Reset()
+	if _, err := io.CopyN(buf, r, int64(n)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("read frame of %d bytes: %w", n, err)
+	}
+	return nil
 }
 
 // peer sends batches of messages to one member, one request at a time.

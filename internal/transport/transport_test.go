@@ -1,10 +1,14 @@
 package transport
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,4 +93,57 @@ func TestPeerOfAnotherClusterIsRefused(t *testing.T) {
 	if len(to.got) != 0 {
 		t.Fatalf("a member of another cluster delivered %d messages", len(to.got))
 	}
+}
+
+// Garbage on the peer port is answered with 400 and reaches nothing.
+func TestGarbageIsRefused(t *testing.T) {
+	to := newRecorder()
+	srv := httptest.NewServer(New(7, 2, to, nil, slog.New(slog.DiscardHandler)).Handler())
+	defer srv.Close()
+	frame := func(claimed uint32, body string) string {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], claimed)
+		return string(b[:]) + body
+	}
+	for name, body := range map[string]string{
+		"short length":           "\x00\x01",
+		"length beyond the body": frame(200<<20, "abc"),
+		"length over the limit":  frame(300<<20, "abc"),
+		"not protobuf":           frame(4, "\xff\xff\xff\xff"),
+	} {
+		for _, path := range []string{PathMessages, PathSnapshot} {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(HeaderClusterID, "7")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, path, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s to %s: status %d, want 400", name, path, resp.StatusCode)
+			}
+		}
+	}
+	if len(to.got) != 0 {
+		t.Fatalf("garbage delivered %d messages", len(to.got))
+	}
+}
+
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00\x03abc"))
+	f.Add([]byte("\x00\x00\x00\x05ab"))
+	f.Add([]byte("\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var buf bytes.Buffer
+		if err := readFrame(bytes.NewReader(data), &buf, 1<<10); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(data))
+		if n > 1<<10 || !bytes.Equal(buf.Bytes(), data[4:4+n]) {
+			t.Fatalf("read %q from %q", buf.Bytes(), data)
+		}
+	})
 }
