@@ -20,7 +20,15 @@ const maxLearners = 1
 
 // MemberAdd adds a member (a learner if isLearner) with the given peer URLs
 // and returns it and the new member list.
+//
+// Membership changes check the member list as of now: each first waits
+// until this member has applied what was committed before the request
+// (LinearizableReadNotify), or a change acknowledged by another member a
+// moment ago could be missing here ("member not found").
 func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner bool) (Member, []Member, error) {
+	if err := s.LinearizableReadNotify(ctx); err != nil {
+		return Member{}, nil, err
+	}
 	learners := 0
 	for _, m := range s.members.list() {
 		for _, u := range m.PeerURLs {
@@ -50,6 +58,9 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 
 // MemberRemove removes a member.
 func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]Member, error) {
+	if err := s.LinearizableReadNotify(ctx); err != nil {
+		return nil, err
+	}
 	m, ok := s.members.get(id)
 	if !ok {
 		if s.members.isRemoved(id) {
@@ -65,6 +76,9 @@ func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]Member, error) 
 
 // MemberUpdate changes a member's peer URLs.
 func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+	if err := s.LinearizableReadNotify(ctx); err != nil {
+		return nil, err
+	}
 	m, ok := s.members.get(id)
 	if !ok {
 		return nil, ErrMemberNotFound
@@ -80,13 +94,15 @@ func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 // up with the leader's: within a tenth of --snapshot-count entries.
 func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
 	if s.leaderID.Load() != s.id {
-		// Only the leader knows how far the learner is, and it has applied
-		// every membership change this member may not have yet: ask it.
+		// Only the leader knows how far the learner is: ask it.
 		var ans peerAnswer
 		if err := s.askLeader(ctx, pathPromote, peerQuery{ID: int64(id)}, &ans); err != nil {
 			return nil, err
 		}
 		return s.members.list(), nil
+	}
+	if err := s.LinearizableReadNotify(ctx); err != nil {
+		return nil, err
 	}
 	m, ok := s.members.get(id)
 	if !ok {
