@@ -6,6 +6,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
@@ -18,7 +19,8 @@ import (
 const rootPassword = "rootpw"
 
 // resetRootPassword sets root's password in the db of a stopped data dir,
-// leaving the rest of the auth state as etcd wrote it.
+// leaving the rest of the auth state as etcd wrote it. The hash has the
+// cheapest cost: each login checks it, slowly under the race detector.
 func resetRootPassword(t *testing.T, dataDir string) {
 	t.Helper()
 	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(dataDir, "member", "snap", "db")}})
@@ -32,7 +34,7 @@ func resetRootPassword(t *testing.T, dataDir string) {
 	if err != nil {
 		t.Fatalf("root user of the fixture: %v", err)
 	}
-	if u.Password, err = auth.DefaultHasher.Hash(rootPassword); err != nil {
+	if u.Password, err = (auth.BcryptHasher{Cost: bcrypt.MinCost}).Hash(rootPassword); err != nil {
 		t.Fatal(err)
 	}
 	b, err := proto.Marshal(u)

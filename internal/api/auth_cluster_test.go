@@ -28,7 +28,7 @@ func TestAuthTokenWorksOnEveryMember(t *testing.T) {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
 	}
 	for i := range 3 {
-		s, err := server.Start(server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), ListenClientURLs: curls[i : i+1],
+		s, err := server.Start(server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost, ListenClientURLs: curls[i : i+1],
 			ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ",")})
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func TestAuthStateArrivesWithSnapshot(t *testing.T) {
 	}
 	ms := make([]*member, 3)
 	for i := range 3 {
-		ms[i] = &member{t: t, curl: curls[i], cfg: server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(),
+		ms[i] = &member{t: t, curl: curls[i], cfg: server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost,
 			ListenClientURLs: curls[i : i+1], ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ","),
 			SnapshotCount: 20, SnapshotCatchUpEntries: 5}}
 		ms[i].start()

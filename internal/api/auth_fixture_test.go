@@ -66,7 +66,7 @@ func TestServesEtcdFixtureWithAuth(t *testing.T) {
 	// password is refused.
 	m := &member{t: t, curl: testnet.FreeURL(t)}
 	m.cfg = server.Config{Name: "default", DataDir: dir, ListenClientURLs: []string{m.curl},
-		ListenPeerURLs: []string{testnet.FreeURL(t)}}
+		ListenPeerURLs: []string{testnet.FreeURL(t)}, BcryptCost: testBcryptCost}
 	m.start()
 	t.Cleanup(m.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

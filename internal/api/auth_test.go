@@ -9,12 +9,14 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // member is a cairn member in process whose data dir outlives it, so that
@@ -30,6 +32,9 @@ type member struct {
 func newMember(t *testing.T, cfg server.Config) *member {
 	t.Helper()
 	m := &member{t: t, cfg: cfg, curl: testnet.FreeURL(t)}
+	if m.cfg.BcryptCost == 0 {
+		m.cfg.BcryptCost = testBcryptCost
+	}
 	m.cfg.Name, m.cfg.DataDir = "m1", t.TempDir()
 	m.cfg.ListenClientURLs = []string{m.curl}
 	m.cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}
@@ -289,10 +294,13 @@ func TestLeaseExpiryWithAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wch := root.Watch(ctx, "leased")
-	if _, err := root.Put(ctx, "leased", "v", clientv3.WithLease(l.ID)); err != nil {
+	put, err := root.Put(ctx, "leased", "v", clientv3.WithLease(l.ID))
+	if err != nil {
 		t.Fatal(err)
 	}
+	// From the put's revision, so that an expiry before the watch is set
+	// up is still seen.
+	wch := root.Watch(ctx, "leased", clientv3.WithRev(put.Header.Revision))
 	for wr := range wch {
 		for _, ev := range wr.Events {
 			if ev.Type == clientv3.EventTypeDelete {
@@ -304,4 +312,26 @@ func TestLeaseExpiryWithAuth(t *testing.T) {
 		}
 	}
 	t.Fatal("the leased key was never deleted")
+}
+
+// --bcrypt-cost sets the cost of new password hashes; out of range, etcd's
+// default is used, as etcd does.
+func TestBcryptCost(t *testing.T) {
+	for _, c := range []struct{ given, want int }{{5, 5}, {2, bcrypt.DefaultCost}} {
+		_, s, cli := startMember(t, server.Config{BcryptCost: c.given})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := cli.UserAdd(ctx, "alice", "pw"); err != nil {
+			t.Fatal(err)
+		}
+		w := s.Store().Write()
+		u, err := store.UnmarshalAuthUser(w.Backend().Get(store.BucketAuthUsers, []byte("alice")))
+		w.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := bcrypt.Cost(u.Password); err != nil || got != c.want {
+			t.Errorf("--bcrypt-cost %d: hash cost %d (%v), want %d", c.given, got, err, c.want)
+		}
+	}
 }

@@ -9,10 +9,15 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
+
+// testBcryptCost is the cheapest bcrypt cost: the tests' passwords need no
+// strength, and the default cost takes seconds under the race detector.
+const testBcryptCost = bcrypt.MinCost
 
 // startMember runs a single-member cluster in process with its client API,
 // stopped at the end of the test, and returns its client URL, the member
@@ -21,6 +26,9 @@ func startMember(t *testing.T, cfg server.Config) (string, *server.Server, *clie
 	t.Helper()
 	curl := testnet.FreeURL(t)
 	cfg.Name, cfg.DataDir = "m1", t.TempDir()
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = testBcryptCost
+	}
 	cfg.ListenClientURLs = []string{curl}
 	if len(cfg.ListenPeerURLs) == 0 {
 		cfg.ListenPeerURLs = []string{testnet.FreeURL(t)}

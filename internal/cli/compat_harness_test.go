@@ -71,7 +71,7 @@ func durations(s string) string {
 
 var (
 	sizePattern    = regexp.MustCompile(`\d+(\.\d+)? (B|kB|MB|GB)\b|\d+%`)
-	dbSizeField    = regexp.MustCompile(`"(dbSize|DBSize)"( : |:)\d+`)
+	dbSizeField    = regexp.MustCompile(`"(dbSize|DBSize)(InUse)?"( : |:)\d+`)
 	sizeFieldValue = regexp.MustCompile(`\d+$`)
 )
 

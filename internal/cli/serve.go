@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/cairnkv/cairn/internal/api"
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -62,6 +63,7 @@ default.cairn, like a bare etcd.`,
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
 	f.Uint("auth-token-ttl", 300, "the lifetime in seconds of the auth token")
+	f.Int("bcrypt-cost", auth.DefaultBcryptCost, "specify bcrypt algorithm cost factor for auth password hashing (4 to 31)")
 	f.String("log-format", "json", "log format: json or text")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	return cmd
@@ -107,6 +109,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		AutoCompactionMode:       v.GetString("auto-compaction-mode"),
 		AutoCompactionRetention:  v.GetString("auto-compaction-retention"),
 		AuthTokenTTL:             time.Duration(v.GetUint("auth-token-ttl")) * time.Second,
+		BcryptCost:               v.GetInt("bcrypt-cost"),
 		Logger:                   logger,
 	}
 	return cfg, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
@@ -23,7 +24,7 @@ const authMaxRetries = 5
 // openAuth builds the auth store of st: a new db gets etcd's initial auth
 // revision, then the store loads the auth buckets.
 func (s *Server) openAuth(st *store.Store) error {
-	s.auth = auth.New(auth.Config{TokenTTL: s.cfg.AuthTokenTTL, Logger: s.log})
+	s.auth = auth.New(auth.Config{TokenTTL: s.cfg.AuthTokenTTL, Hasher: s.passwordHasher(), Logger: s.log})
 	w := st.Write()
 	err := auth.Init(writeTxReader{w.Backend()}, w.Backend())
 	if endErr := w.End(); err == nil {
@@ -143,4 +144,19 @@ func (s *Server) AuthRequest(ctx context.Context, req *pb.InternalRaftRequest) (
 		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
 	}
 	return s.Propose(ctx, req)
+}
+
+// passwordHasher hashes at --bcrypt-cost; like etcd, it falls back to the
+// default cost, with a warning, when the given one is out of range.
+func (s *Server) passwordHasher() auth.Hasher {
+	cost := s.cfg.BcryptCost
+	if cost == 0 {
+		return auth.DefaultHasher
+	}
+	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
+		s.log.Warn("use default bcrypt cost instead of the invalid given cost",
+			"min-cost", bcrypt.MinCost, "max-cost", bcrypt.MaxCost, "default-cost", auth.DefaultBcryptCost, "given-cost", cost)
+		return auth.DefaultHasher
+	}
+	return auth.BcryptHasher{Cost: cost}
 }

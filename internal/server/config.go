@@ -38,7 +38,10 @@ type Config struct {
 	// AuthTokenTTL is how long a simple auth token lives without use
 	// (etcd's --auth-token-ttl); 0 means 300s. (auth: added)
 	AuthTokenTTL time.Duration
-	Logger       *slog.Logger
+	// BcryptCost is the bcrypt cost of new password hashes (etcd's
+	// --bcrypt-cost); 0 or a value outside 4..31 means 10, as in etcd.
+	BcryptCost int
+	Logger     *slog.Logger
 }
 
 // Defaults of etcd.

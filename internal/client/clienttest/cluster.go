@@ -169,7 +169,9 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
 			"--listen-peer-urls", listenPeer, "--initial-advertise-peer-urls", m.PeerURL,
 			"--initial-cluster-token", filepath.Base(dir),
-			"--heartbeat-interval", "50", "--election-timeout", "500")
+			"--heartbeat-interval", "50", "--election-timeout", "500",
+			// Test passwords need no strength; the default cost is slow.
+			"--bcrypt-cost", "4")
 		m.args = append(m.args, tlsArgs...)
 		m.args = append(m.args, opts.Args...)
 		initial = append(initial, m.Name+"="+m.PeerURL)
