@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 // Config is a member's configuration; the field names follow etcd's flags.
@@ -38,7 +40,13 @@ type Config struct {
 	// AuthTokenTTL is how long a simple auth token lives without use
 	// (etcd's --auth-token-ttl); 0 means 300s. (auth: added)
 	AuthTokenTTL time.Duration
-	Logger       *slog.Logger
+	// ClientTLS and PeerTLS are the security flags of the client and peer
+	// sides (--cert-file ..., --peer-cert-file ...); TLS the versions and
+	// cipher suites both use.
+	ClientTLS servertls.Files
+	PeerTLS   servertls.Files
+	TLS       servertls.Versions
+	Logger    *slog.Logger
 }
 
 // Defaults of etcd.
@@ -108,6 +116,10 @@ func (c Config) WithDefaults() Config {
 	if c.SnapshotCatchUpEntries == 0 {
 		c.SnapshotCatchUpEntries = DefaultCatchUpEntries
 	}
+	c.ClientTLS.Prefix, c.PeerTLS.Prefix = "", "peer-"
+	if c.TLS.Min == "" {
+		c.TLS.Min = servertls.DefaultMinVersion
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +140,9 @@ func (c Config) Validate() error {
 				return fmt.Errorf("%s: %w", group.flag, err)
 			}
 		}
+	}
+	if err := c.validateTLS(); err != nil {
+		return err
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("--initial-cluster-state: %q is neither new nor existing", c.InitialClusterState)
