@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/internal/tlstest"
 )
 
 // cairnBin is the binary built once for the whole package.
@@ -57,12 +59,38 @@ type member struct {
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
+	// clientTLS is what clients connect with to an https member.
+	clientTLS *tls.Config
 }
 
 // clusterOptions are the flags every member of a test cluster gets.
 type clusterOptions struct {
 	snapshotCount  int
 	catchUpEntries int
+	// certs, when set, make every URL https, with client and peer
+	// certificates required (--client-cert-auth, --peer-client-cert-auth).
+	certs *tlstest.Certificates
+	// autoTLS makes every URL https, with self-signed certificates
+	// (--auto-tls, --peer-auto-tls).
+	autoTLS bool
+}
+
+func (o clusterOptions) scheme() string {
+	if o.certs != nil || o.autoTLS {
+		return "https://"
+	}
+	return "http://"
+}
+
+// clientTLS is what a client connects to a member with.
+func (o clusterOptions) clientTLS(t *testing.T) *tls.Config {
+	switch {
+	case o.certs != nil:
+		return o.certs.ClientConfig(t)
+	case o.autoTLS:
+		return &tls.Config{InsecureSkipVerify: true}
+	}
+	return nil
 }
 
 // newCluster starts n members and waits until they have a leader.
@@ -71,7 +99,8 @@ func newCluster(t *testing.T, n int, opts clusterOptions) []*member {
 	var ms []*member
 	var initial []string
 	for i := 1; i <= n; i++ {
-		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"), curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
+		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"),
+			curl: opts.scheme() + testnet.FreeAddr(t), purl: opts.scheme() + testnet.FreeAddr(t), clientTLS: opts.clientTLS(t)}
 		ms = append(ms, m)
 		initial = append(initial, m.name+"="+m.purl)
 	}
@@ -94,6 +123,13 @@ func (m *member) flags(initialCluster, state string, opts clusterOptions) []stri
 	}
 	if opts.catchUpEntries > 0 {
 		args = append(args, "--snapshot-catchup-entries", fmt.Sprint(opts.catchUpEntries))
+	}
+	if c := opts.certs; c != nil {
+		args = append(args, "--cert-file", c.ServerCert, "--key-file", c.ServerKey, "--trusted-ca-file", c.CAFile, "--client-cert-auth",
+			"--peer-cert-file", c.ServerCert, "--peer-key-file", c.ServerKey, "--peer-trusted-ca-file", c.CAFile, "--peer-client-cert-auth")
+	}
+	if opts.autoTLS {
+		args = append(args, "--auto-tls", "--peer-auto-tls")
 	}
 	return args
 }
@@ -154,8 +190,9 @@ func waitHealthy(t *testing.T, ms ...*member) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, m := range ms {
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: m.clientTLS}}
 		for {
-			resp, err := http.Get(m.curl + "/health")
+			resp, err := hc.Get(m.curl + "/health")
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -172,6 +209,7 @@ func waitHealthy(t *testing.T, ms ...*member) {
 			}
 			time.Sleep(50 * time.Millisecond) // polling a condition, not waiting for time to pass
 		}
+		hc.CloseIdleConnections()
 	}
 }
 
@@ -181,7 +219,7 @@ func client(t *testing.T, ms ...*member) *clientv3.Client {
 	for _, m := range ms {
 		eps = append(eps, m.curl)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: ms[0].clientTLS})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,6 +31,12 @@ type API struct {
 	lns  []net.Listener
 	wg   sync.WaitGroup
 	gw   gateway
+	// local is where the gateway's in-process connections reach the
+	// gRPC server.
+	local *chanListener
+	// certUsers is --client-cert-auth: a client certificate's common name
+	// names the caller's user (certuser.go).
+	certUsers bool
 }
 
 // New builds the services of member s.
@@ -37,7 +44,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{s: s, log: log}
+	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth}
 	a.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
@@ -52,26 +59,44 @@ func New(s *server.Server, log *slog.Logger) *API {
 	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
 	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
 	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
-	a.http = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+	a.http = &http.Server{
+		Handler:           a.httpHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		TLSConfig:         s.ClientTLS(),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1<<31 - 1},
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
+	}
+	a.local = newChanListener(localAddr{})
 	return a
 }
 
 // Serve listens on every client URL; gRPC (HTTP/2) and HTTP/1 share a port.
+// On an http URL the first bytes of a connection tell gRPC from HTTP/1; on
+// an https URL one HTTP server takes both and hands gRPC requests to the
+// gRPC server (see httpHandler), as etcd does.
 func (a *API) Serve(clientURLs []string) error {
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.grpc.Serve(a.local) }()
+	if err := a.gw.start(a.dialLocal); err != nil {
+		return fmt.Errorf("start the JSON gateway: %w", err)
+	}
 	for _, u := range clientURLs {
 		pu, err := url.Parse(u)
 		if err != nil {
 			return err
+		}
+		if pu.Scheme == "https" && a.http.TLSConfig == nil {
+			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
 		}
 		ln, err := net.Listen("tcp", pu.Host)
 		if err != nil {
 			return fmt.Errorf("listen on client URL %s: %w", u, err)
 		}
 		a.lns = append(a.lns, ln)
-		if len(a.lns) == 1 {
-			if err := a.gw.start(ln.Addr().String()); err != nil {
-				return fmt.Errorf("start the JSON gateway: %w", err)
-			}
+		if pu.Scheme == "https" {
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
+			continue
 		}
 		grpcL, httpL := splitListener(ln)
 		a.wg.Add(2)
@@ -81,11 +106,31 @@ func (a *API) Serve(clientURLs []string) error {
 	return nil
 }
 
+// dialLocal opens an in-process connection to the gRPC server.
+func (a *API) dialLocal(ctx context.Context, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case a.local.conns <- server:
+		return client, nil
+	case <-a.local.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// localAddr is the address of the in-process listener.
+type localAddr struct{}
+
+func (localAddr) Network() string { return "pipe" }
+func (localAddr) String() string  { return "in-process" }
+
 // Stop closes the listeners and ends every RPC.
 func (a *API) Stop() {
 	for _, ln := range a.lns {
 		ln.Close()
 	}
+	a.local.close()
 	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
@@ -115,8 +160,7 @@ var http2Preface = []byte("PRI * HTTP/2.0")
 // splitListener hands connections that start with the HTTP/2 preface to one
 // listener and the others to a second one.
 func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
-	g := &chanListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
-	h := &chanListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
+	g, h := newChanListener(ln.Addr()), newChanListener(ln.Addr())
 	go func() {
 		defer g.close()
 		defer h.close()
@@ -157,11 +201,16 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// chanListener accepts the connections sent on its channel.
 type chanListener struct {
 	addr  net.Addr
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *chanListener) Accept() (net.Conn, error) {

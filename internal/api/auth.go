@@ -103,14 +103,19 @@ func tokenOf(ctx context.Context) string {
 	return ""
 }
 
-// authInfo resolves the call's token, if any, to the user it stands for.
-// With authentication disabled every call is anonymous.
+// authInfo resolves the call's token, if any, to the user it stands for;
+// without a token, the user is that of the client certificate (certUser),
+// if any. With authentication disabled every call is anonymous.
 func (a *API) authInfo(ctx context.Context) (auth.Info, error) {
-	if !a.s.AuthStore().Enabled() {
+	as := a.s.AuthStore()
+	if !as.Enabled() {
 		return auth.Info{}, nil
 	}
 	token := tokenOf(ctx)
 	if token == "" {
+		if user := a.certUser(ctx); user != "" {
+			return auth.Info{Username: user, Revision: as.Revision()}, nil
+		}
 		return auth.Info{}, nil
 	}
 	return a.s.AuthInfoFromToken(ctx, token)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
@@ -29,9 +30,15 @@ type member struct {
 	a    *API
 }
 
+// newMember starts a member; it serves clients over https when cfg has a
+// client certificate.
 func newMember(t *testing.T, cfg server.Config) *member {
 	t.Helper()
-	m := &member{t: t, cfg: cfg, curl: testnet.FreeURL(t)}
+	scheme := "http://"
+	if cfg.ClientTLS.HasCert() {
+		scheme = "https://"
+	}
+	m := &member{t: t, cfg: cfg, curl: scheme + testnet.FreeAddr(t)}
 	if m.cfg.BcryptCost == 0 {
 		m.cfg.BcryptCost = testBcryptCost
 	}
@@ -68,7 +75,13 @@ func (m *member) stop() {
 // client returns a clientv3 client, as user:password when user is given.
 func (m *member) client(user, password string) *clientv3.Client {
 	m.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.curl}, DialTimeout: 5 * time.Second, Username: user, Password: password})
+	return m.tlsClient(nil, user, password)
+}
+
+// tlsClient returns a clientv3 client that connects with tlsConfig.
+func (m *member) tlsClient(tlsConfig *tls.Config, user, password string) *clientv3.Client {
+	m.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.curl}, DialTimeout: 5 * time.Second, TLS: tlsConfig, Username: user, Password: password})
 	if err != nil {
 		m.t.Fatalf("client as %q: %v", user, err)
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"sync/atomic"
 
@@ -14,26 +15,27 @@ import (
 
 // gateway serves the JSON API (POST /v3/kv/range, /v3/watch, ...) with the
 // grpc-gateway handlers that etcd's API module ships; they call this
-// member's gRPC services over loopback, as etcd's own gateway does.
+// member's gRPC services over in-process connections, so that the gateway
+// needs neither a port of its own nor the member's TLS.
 type gateway struct {
 	mux    atomic.Pointer[runtime.ServeMux]
 	cancel context.CancelFunc
 }
 
-// start registers the handlers against the gRPC endpoint addr.
-func (g *gateway) start(addr string) error {
+// start registers the handlers; dial opens a connection to the gRPC server.
+func (g *gateway) start(dial func(context.Context, string) (net.Conn, error)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
 	}))
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial)}
 	for _, register := range []func(context.Context, *runtime.ServeMux, string, []grpc.DialOption) error{
 		gw.RegisterKVHandlerFromEndpoint, gw.RegisterWatchHandlerFromEndpoint, gw.RegisterLeaseHandlerFromEndpoint,
 		gw.RegisterClusterHandlerFromEndpoint, gw.RegisterMaintenanceHandlerFromEndpoint, gw.RegisterAuthHandlerFromEndpoint,
 	} {
-		if err := register(ctx, mux, addr, opts); err != nil {
+		if err := register(ctx, mux, "passthrough:///in-process", opts); err != nil {
 			cancel()
 			return err
 		}

@@ -4,14 +4,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
 
-// httpHandler serves health, metrics and the JSON API over HTTP/1 on the
-// client port.
+// httpHandler serves health, metrics and the JSON API on the client port,
+// and, on an https port, gRPC too (HTTP/2 requests of type
+// application/grpc).
 func (a *API) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	health := func(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +33,13 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/health", health)
 	mux.HandleFunc("/readyz", health)
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	mux.Handle("/v3/", &a.gw)
+	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			a.grpc.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

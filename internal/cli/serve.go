@@ -15,6 +15,7 @@ import (
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 // newServeCommand is `cairn serve`: one member, with etcd's flags. Every flag
@@ -64,6 +65,19 @@ default.cairn, like a bare etcd.`,
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
 	f.Uint("auth-token-ttl", 300, "the lifetime in seconds of the auth token")
 	f.Int("bcrypt-cost", auth.DefaultBcryptCost, "specify bcrypt algorithm cost factor for auth password hashing (4 to 31)")
+	f.String("cert-file", "", "path to the client server TLS cert file (for https client URLs)")
+	f.String("key-file", "", "path to the client server TLS key file")
+	f.Bool("client-cert-auth", false, "require client certificates; with auth enabled, a request without a token runs as the user named by the certificate's common name")
+	f.String("trusted-ca-file", "", "path to the client server TLS trusted CA cert file (client certificates are then required)")
+	f.Bool("auto-tls", false, "client TLS using a self-signed certificate generated into <data-dir>/fixtures/client")
+	f.String("peer-cert-file", "", "path to the peer server TLS cert file, also presented to the peers this member dials")
+	f.String("peer-key-file", "", "path to the peer server TLS key file")
+	f.Bool("peer-client-cert-auth", false, "require client certificates from peers")
+	f.String("peer-trusted-ca-file", "", "path to the peer server TLS trusted CA file (peer certificates are then required and verified)")
+	f.Bool("peer-auto-tls", false, "peer TLS using a self-signed certificate generated into <data-dir>/fixtures/peer if --peer-cert-file and --peer-key-file are not given")
+	f.String("tls-min-version", servertls.DefaultMinVersion, "minimum TLS version: TLS1.2 or TLS1.3")
+	f.String("tls-max-version", "", "maximum TLS version: TLS1.2 or TLS1.3 (empty: Go's default)")
+	f.String("cipher-suites", "", "comma-separated list of TLS cipher suites for clients and peers, by their Go names (empty: Go's default)")
 	f.String("log-format", "json", "log format: json or text")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	return cmd
@@ -110,7 +124,26 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		AutoCompactionRetention:  v.GetString("auto-compaction-retention"),
 		AuthTokenTTL:             time.Duration(v.GetUint("auth-token-ttl")) * time.Second,
 		BcryptCost:               v.GetInt("bcrypt-cost"),
-		Logger:                   logger,
+		ClientTLS: servertls.Files{
+			CertFile:       v.GetString("cert-file"),
+			KeyFile:        v.GetString("key-file"),
+			TrustedCAFile:  v.GetString("trusted-ca-file"),
+			ClientCertAuth: v.GetBool("client-cert-auth"),
+			AutoTLS:        v.GetBool("auto-tls"),
+		},
+		PeerTLS: servertls.Files{
+			CertFile:       v.GetString("peer-cert-file"),
+			KeyFile:        v.GetString("peer-key-file"),
+			TrustedCAFile:  v.GetString("peer-trusted-ca-file"),
+			ClientCertAuth: v.GetBool("peer-client-cert-auth"),
+			AutoTLS:        v.GetBool("peer-auto-tls"),
+		},
+		TLS: servertls.Versions{
+			Min:          v.GetString("tls-min-version"),
+			Max:          v.GetString("tls-max-version"),
+			CipherSuites: splitList(v.GetString("cipher-suites")),
+		},
+		Logger: logger,
 	}
 	return cfg, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/internal/tlstest"
 )
 
 // execute runs cairn in-process and returns its output and exit code.
@@ -16,7 +17,7 @@ func execute(args ...string) (stdout, stderr string, code int) {
 }
 
 func TestTLSFlags(t *testing.T) {
-	certs := clienttest.NewCertificates(t)
+	certs := tlstest.NewCertificates(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{ClientTLS: &certs})
 	endpoint := "--endpoints=" + cluster.Members[0].ClientURL
 	withCert := []string{"--cert", certs.ClientCert, "--key", certs.ClientKey}

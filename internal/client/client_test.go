@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/internal/tlstest"
 )
 
 const testTimeout = 20 * time.Second
@@ -168,7 +169,7 @@ func TestAuthenticationRenewsRejectedToken(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	certs := clienttest.NewCertificates(t)
+	certs := tlstest.NewCertificates(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{ClientTLS: &certs})
 	ctx := testContext(t)
 

@@ -181,7 +181,7 @@ func (s *Server) join() error {
 			continue
 		}
 		for _, u := range urls {
-			if info, lastErr = fetchClusterInfo(u); lastErr == nil {
+			if info, lastErr = s.fetchClusterInfo(u); lastErr == nil {
 				break
 			}
 		}
@@ -215,9 +215,14 @@ func (s *Server) join() error {
 	return nil
 }
 
-func fetchClusterInfo(peerURL string) (*clusterInfo, error) {
-	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get(peerURL + pathMembers)
+func (s *Server) fetchClusterInfo(peerURL string) (*clusterInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peerURL+pathMembers, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.peerClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

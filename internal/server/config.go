@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 // Config is a member's configuration; the field names follow etcd's flags.
@@ -41,7 +43,13 @@ type Config struct {
 	// BcryptCost is the bcrypt cost of new password hashes (etcd's
 	// --bcrypt-cost); 0 or a value outside 4..31 means 10, as in etcd.
 	BcryptCost int
-	Logger     *slog.Logger
+	// ClientTLS and PeerTLS are the security flags of the client and peer
+	// sides (--cert-file ..., --peer-cert-file ...); TLS the versions and
+	// cipher suites both use.
+	ClientTLS servertls.Files
+	PeerTLS   servertls.Files
+	TLS       servertls.Versions
+	Logger    *slog.Logger
 }
 
 // Defaults of etcd.
@@ -111,6 +119,10 @@ func (c Config) WithDefaults() Config {
 	if c.SnapshotCatchUpEntries == 0 {
 		c.SnapshotCatchUpEntries = DefaultCatchUpEntries
 	}
+	c.ClientTLS.Prefix, c.PeerTLS.Prefix = "", "peer-"
+	if c.TLS.Min == "" {
+		c.TLS.Min = servertls.DefaultMinVersion
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -131,6 +143,9 @@ func (c Config) Validate() error {
 				return fmt.Errorf("%s: %w", group.flag, err)
 			}
 		}
+	}
+	if err := c.validateTLS(); err != nil {
+		return err
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("--initial-cluster-state: %q is neither new nor existing", c.InitialClusterState)

@@ -32,6 +32,12 @@ func TestConfigValidation(t *testing.T) {
 		"quota too large":       {func(c *Config) { c.QuotaBackendBytes = 9 << 30 }, "--quota-backend-bytes"},
 		"peer URLs disagree":    {func(c *Config) { c.InitialAdvertisePeerURLs = []string{"http://127.0.0.1:9999"} }, "--initial-advertise-peer-urls"},
 		"bad retention":         {func(c *Config) { c.AutoCompactionMode = "revision"; c.AutoCompactionRetention = "1h" }, "--auto-compaction-retention"},
+		"https client without a certificate": {func(c *Config) { c.ListenClientURLs = []string{"https://127.0.0.1:2379"} },
+			"TLS key/cert (--cert-file, --key-file) must be provided for client url https://127.0.0.1:2379 with HTTPS scheme"},
+		"https peer without a certificate": {func(c *Config) { c.ListenPeerURLs = []string{"https://127.0.0.1:2380"} },
+			"TLS key/cert (--peer-cert-file, --peer-key-file) must be provided for peer url https://127.0.0.1:2380 with HTTPS scheme"},
+		"certificate without its key": {func(c *Config) { c.ClientTLS.CertFile = "server.pem" }, "--key-file and --cert-file must both be present"},
+		"bad TLS version":             {func(c *Config) { c.TLS.Min = "TLS1.1" }, `unexpected TLS version "TLS1.1"`},
 	}
 	for name, tc := range cases {
 		c := base
@@ -52,5 +58,13 @@ func TestIDsAreDeterministic(t *testing.T) {
 	}
 	if ClusterID([]uint64{3, 1, 2}) != ClusterID([]uint64{1, 2, 3}) {
 		t.Error("cluster IDs must not depend on member order")
+	}
+}
+
+func TestHTTPSWithAutoTLSIsValid(t *testing.T) {
+	c := Config{ListenClientURLs: []string{"https://127.0.0.1:2379"}, ListenPeerURLs: []string{"https://127.0.0.1:2380"}}
+	c.ClientTLS.AutoTLS, c.PeerTLS.AutoTLS = true, true
+	if err := c.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

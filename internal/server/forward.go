@@ -75,7 +75,7 @@ func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *p
 		return err
 	}
 	req.Header.Set(transport.HeaderClusterID, strconv.FormatUint(s.clusterID, 16))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.peerClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: forwarding to the leader: %v", ErrNoLeader, err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,10 @@ type Server struct {
 	wal       *walfmt.Writer
 	transport *transport.Transport
 	peerSrv   []*http.Server
+	tls       memberTLS
+	// peerClient carries every request to a peer: raft messages,
+	// snapshots, joining, forwarding to the leader.
+	peerClient *http.Client
 
 	reqIDs  *requestIDs
 	waiters *waiters
@@ -90,6 +95,11 @@ func Start(cfg Config) (*Server, error) {
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
 		stopc: make(chan struct{}), errc: make(chan error, 1),
 	}
+	var err error
+	if s.tls, err = s.setUpTLS(); err != nil {
+		return nil, err
+	}
+	s.peerClient = transport.NewClient(s.tls.peerDial)
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -123,7 +133,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reqIDs = newRequestIDs(s.id)
-	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.log)
+	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.peerClient, s.log)
 	s.transport.Routes = map[string]http.Handler{
 		pathMembers:    http.HandlerFunc(s.serveMembers),
 		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
@@ -275,7 +285,9 @@ func createBuckets(st *store.Store) error {
 
 func (s *Server) st() *store.Store { return s.store.Load() }
 
-// listenPeers serves the transport on every --listen-peer-urls.
+// listenPeers serves the transport on every --listen-peer-urls, over TLS
+// for the https ones. Refused connections (a handshake that fails) are
+// logged as warnings.
 func (s *Server) listenPeers() error {
 	for _, u := range s.cfg.ListenPeerURLs {
 		pu, _ := url.Parse(u)
@@ -283,12 +295,22 @@ func (s *Server) listenPeers() error {
 		if err != nil {
 			return fmt.Errorf("listen on peer URL %s: %w", u, err)
 		}
-		srv := &http.Server{Handler: s.transport.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: s.transport.Handler(), ReadHeaderTimeout: 5 * time.Second,
+			TLSConfig: s.tls.peer, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 		s.peerSrv = append(s.peerSrv, srv)
-		go srv.Serve(ln)
+		if pu.Scheme == "https" {
+			go srv.ServeTLS(ln, "", "")
+		} else {
+			go srv.Serve(ln)
+		}
 	}
 	return nil
 }
+
+// ClientTLS is the TLS configuration of the https client listeners (nil
+// when there is none); for a self-signed certificate (--auto-tls) the
+// files are in Config().ClientTLS.
+func (s *Server) ClientTLS() *tls.Config { return s.tls.client }
 
 // ID returns the member's ID.
 func (s *Server) ID() uint64 { return s.id }

@@ -6,6 +6,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,16 +65,25 @@ type Transport struct {
 	peers  map[uint64]*peer
 }
 
-// New returns a transport; set the fields above before Start.
-func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, log *slog.Logger) *Transport {
+// NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
+// the defaults) is used with https peer URLs.
+func NewClient(tlsConfig *tls.Config) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     time.Minute,
+	}}
+}
+
+// New returns a transport that sends with client (see NewClient); set the
+// fields above before Start.
+func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.Client, log *slog.Logger) *Transport {
 	return &Transport{
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
-		client: &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 8,
-			IdleConnTimeout:     time.Minute,
-		}},
-		peers: make(map[uint64]*peer),
+		client: client,
+		peers:  make(map[uint64]*peer),
 	}
 }
 

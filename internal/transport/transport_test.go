@@ -46,6 +46,12 @@ func (r *recorder) ReportUnreachable(uint64) {
 }
 func (r *recorder) ReportSnapshot(uint64, bool) {}
 
+func (r *recorder) sawUnreachable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unreachable > 0
+}
+
 func msg(to uint64, typ raftpb.MessageType) *raftpb.Message {
 	return &raftpb.Message{To: proto.Uint64(to), From: proto.Uint64(1), Type: typ.Enum(), Term: proto.Uint64(3)}
 }
@@ -62,11 +68,11 @@ func waitArrival(t *testing.T, r *recorder) {
 func TestMessagesReachPeer(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	to := newRecorder()
-	recv := New(7, 2, to, nil, log)
+	recv := New(7, 2, to, nil, NewClient(nil), log)
 	srv := httptest.NewServer(recv.Handler())
 	defer srv.Close()
 	from := newRecorder()
-	send := New(7, 1, from, nil, log)
+	send := New(7, 1, from, nil, NewClient(nil), log)
 	defer send.Stop()
 	send.AddPeer(2, []string{srv.URL})
 	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat), msg(2, raftpb.MessageType_MsgApp)})
@@ -80,10 +86,10 @@ func TestMessagesReachPeer(t *testing.T) {
 func TestPeerOfAnotherClusterIsRefused(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	to := newRecorder()
-	srv := httptest.NewServer(New(7, 2, to, nil, log).Handler())
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), log).Handler())
 	defer srv.Close()
 	from := newRecorder()
-	send := New(8, 1, from, nil, log) // another cluster ID
+	send := New(8, 1, from, nil, NewClient(nil), log) // another cluster ID
 	defer send.Stop()
 	send.AddPeer(2, []string{srv.URL})
 	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat)})
@@ -98,7 +104,7 @@ func TestPeerOfAnotherClusterIsRefused(t *testing.T) {
 // Garbage on the peer port is answered with 400 and reaches nothing.
 func TestGarbageIsRefused(t *testing.T) {
 	to := newRecorder()
-	srv := httptest.NewServer(New(7, 2, to, nil, slog.New(slog.DiscardHandler)).Handler())
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), slog.New(slog.DiscardHandler)).Handler())
 	defer srv.Close()
 	frame := func(claimed uint32, body string) string {
 		var b [4]byte

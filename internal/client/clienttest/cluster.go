@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/internal/tlstest"
 )
 
 // ServerEnv names the environment variable that selects the server under
@@ -103,7 +104,7 @@ type Options struct {
 	PeerProxy bool
 	// ClientTLS, when set, makes members serve clients over TLS only, and
 	// require client certificates signed by the same CA.
-	ClientTLS *Certificates
+	ClientTLS *tlstest.Certificates
 	// Args are extra flags for every member.
 	Args []string
 	// Server is the command line that starts a member, before its flags;
@@ -151,7 +152,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		scheme = "https://"
 		tlsArgs = []string{"--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
 			"--trusted-ca-file", certs.CAFile, "--client-cert-auth"}
-		c.http.Transport = &http.Transport{TLSClientConfig: certs.clientConfig(t)}
+		c.http.Transport = &http.Transport{TLSClientConfig: certs.ClientConfig(t)}
 	}
 	var initial []string
 	for i := range size {

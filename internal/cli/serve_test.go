@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/viper"
+
+	"github.com/cairnkv/cairn/internal/servertls"
+)
+
+// TestServeTLSFlagsFromEverySource: the TLS flags reach the member's
+// configuration from the command line, CAIRN_* variables and the config
+// file alike.
+func TestServeTLSFlagsFromEverySource(t *testing.T) {
+	configFile := filepath.Join(t.TempDir(), "cairn.yaml")
+	yaml := "peer-cert-file: peer.pem\npeer-key-file: peer-key.pem\npeer-client-cert-auth: true\ncipher-suites: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n"
+	if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CAIRN_TRUSTED_CA_FILE", "ca.pem")
+	t.Setenv("CAIRN_AUTO_TLS", "true")
+	cmd := newServeCommand()
+	if err := cmd.ParseFlags([]string{"--config-file", configFile, "--cert-file", "c.pem", "--key-file", "k.pem",
+		"--client-cert-auth", "--tls-max-version", "TLS1.3"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := serveConfig(cmd, viper.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClient := servertls.Files{CertFile: "c.pem", KeyFile: "k.pem", TrustedCAFile: "ca.pem", ClientCertAuth: true, AutoTLS: true}
+	wantPeer := servertls.Files{CertFile: "peer.pem", KeyFile: "peer-key.pem", ClientCertAuth: true}
+	if cfg.ClientTLS != wantClient || cfg.PeerTLS != wantPeer {
+		t.Errorf("client TLS %+v, peer TLS %+v; want %+v, %+v", cfg.ClientTLS, cfg.PeerTLS, wantClient, wantPeer)
+	}
+	if v := cfg.TLS; v.Min != "TLS1.2" || v.Max != "TLS1.3" || len(v.CipherSuites) != 1 || v.CipherSuites[0] != "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" {
+		t.Errorf("versions %+v", v)
+	}
+}

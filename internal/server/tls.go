@@ -1,0 +1,102 @@
+package server
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+
+	"github.com/cairnkv/cairn/internal/servertls"
+)
+
+// validateTLS checks the security flags against the URLs: an https
+// listener needs a certificate or --auto-tls (etcd's wording).
+func (c Config) validateTLS() error {
+	if err := c.TLS.Validate(); err != nil {
+		return err
+	}
+	for _, side := range []struct {
+		name  string
+		files servertls.Files
+		urls  []string
+	}{{"client", c.ClientTLS, c.ListenClientURLs}, {"peer", c.PeerTLS, c.ListenPeerURLs}} {
+		if err := side.files.Check(); err != nil {
+			return err
+		}
+		for _, u := range side.urls {
+			if isHTTPS(u) && !side.files.HasCert() && !side.files.AutoTLS {
+				return fmt.Errorf("TLS key/cert (--%scert-file, --%skey-file) must be provided for %s url %s with HTTPS scheme",
+					side.files.Prefix, side.files.Prefix, side.name, u)
+			}
+		}
+	}
+	return nil
+}
+
+func isHTTPS(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && pu.Scheme == "https"
+}
+
+// memberTLS are the TLS configurations of a running member.
+type memberTLS struct {
+	client   *tls.Config // of the https client listeners; nil without one
+	peer     *tls.Config // of the https peer listeners; nil without one
+	peerDial *tls.Config // to dial https peers with
+}
+
+// setUpTLS generates the certificates --auto-tls asks for under
+// <data-dir>/fixtures, as etcd does, records them in s.cfg, and loads the
+// member's TLS configurations.
+func (s *Server) setUpTLS() (memberTLS, error) {
+	var out memberTLS
+	var err error
+	fixtures := filepath.Join(s.cfg.DataDir, "fixtures")
+	if s.cfg.ClientTLS, err = s.cfg.ClientTLS.WithAutoTLS(filepath.Join(fixtures, "client"), urlHosts(s.cfg.ListenClientURLs), s.log); err != nil {
+		return out, err
+	}
+	if s.cfg.PeerTLS, err = s.cfg.PeerTLS.WithAutoTLS(filepath.Join(fixtures, "peer"), urlHosts(s.cfg.ListenPeerURLs), s.log); err != nil {
+		return out, err
+	}
+	if out.client, err = serverTLS(s.cfg.ClientTLS, s.cfg.TLS, s.cfg.ListenClientURLs, s.log); err != nil {
+		return out, err
+	}
+	if out.peer, err = serverTLS(s.cfg.PeerTLS, s.cfg.TLS, s.cfg.ListenPeerURLs, s.log); err != nil {
+		return out, err
+	}
+	out.peerDial, err = s.cfg.PeerTLS.DialConfig(s.cfg.TLS)
+	return out, err
+}
+
+// serverTLS is the configuration of the https listeners among urls; the
+// http ones ignore the certificate, as etcd warns.
+func serverTLS(files servertls.Files, v servertls.Versions, urls []string, log *slog.Logger) (*tls.Config, error) {
+	var https bool
+	for _, u := range urls {
+		switch {
+		case isHTTPS(u):
+			https = true
+		case files.HasCert():
+			log.Warn("scheme is http while key and cert files are present; ignoring key and cert files", "url", u)
+			if files.ClientCertAuth {
+				log.Warn(fmt.Sprintf("scheme is http while --%sclient-cert-auth is enabled; ignoring client cert auth for this URL", files.Prefix), "url", u)
+			}
+		}
+	}
+	if !https {
+		return nil, nil
+	}
+	return files.ServerConfig(v)
+}
+
+// urlHosts are the host names of urls, without ports.
+func urlHosts(urls []string) []string {
+	var hosts []string
+	for _, u := range urls {
+		if pu, err := url.Parse(u); err == nil {
+			hosts = append(hosts, pu.Hostname())
+		}
+	}
+	return hosts
+}

@@ -1,0 +1,68 @@
+package servertls
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fixtures", "client")
+	log := slog.New(slog.DiscardHandler)
+	asked := Files{AutoTLS: true, ClientCertAuth: true, TrustedCAFile: "ca.pem"}
+	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1", "localhost"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Files{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), AutoTLS: true}
+	if got != want {
+		t.Fatalf("files %+v, want %+v (client cert auth and CA dropped)", got, want)
+	}
+	pair, err := tls.LoadX509KeyPair(got.CertFile, got.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("127.0.0.1"); err != nil {
+		t.Error(err)
+	}
+	if err := cert.VerifyHostname("localhost"); err != nil {
+		t.Error(err)
+	}
+	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		t.Errorf("extended key usage %v lacks server authentication", cert.ExtKeyUsage)
+	}
+	if info, err := os.Stat(got.KeyFile); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v, mode %v", err, info.Mode())
+	}
+
+	first, _ := os.ReadFile(got.CertFile)
+	if _, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, log); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(got.CertFile); string(again) != string(first) {
+		t.Error("a second start generated a new certificate; etcd keeps the first")
+	}
+}
+
+func TestGivenCertificateWinsOverAutoTLS(t *testing.T) {
+	asked := Files{AutoTLS: true, CertFile: "c.pem", KeyFile: "k.pem"}
+	dir := t.TempDir()
+	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (Files{CertFile: "c.pem", KeyFile: "k.pem"}) {
+		t.Errorf("files %+v", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("generated %v anyway", entries)
+	}
+}
