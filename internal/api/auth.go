@@ -64,7 +64,6 @@ var methodRules = map[string]rule{
 	"/etcdserverpb.Auth/AuthStatus":        ruleOpen,
 	"/etcdserverpb.Watch/Watch":            ruleSkip,
 	"/etcdserverpb.KV/Compact":             ruleAdmin,
-	"/etcdserverpb.Lease/LeaseLeases":      ruleAdmin,
 	"/etcdserverpb.Cluster/MemberAdd":      ruleAdmin,
 	"/etcdserverpb.Cluster/MemberRemove":   ruleAdmin,
 	"/etcdserverpb.Cluster/MemberUpdate":   ruleAdmin,

@@ -348,3 +348,44 @@ func TestBcryptCost(t *testing.T) {
 		}
 	}
 }
+
+// LeaseLeases, as etcd 3.7 answers it: any user may list the leases if it
+// may read every key attached to any of them.
+func TestLeaseListNeedsReadOnTheLeasesKeys(t *testing.T) {
+	m := newMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setUpAuth(t, ctx, m.client("", ""))
+	root := m.client("root", "rootpw")
+	if _, err := root.UserAdd(ctx, "carol", "carolpw"); err != nil { // no role
+		t.Fatal(err)
+	}
+	alice, carol := m.client("alice", "alicepw"), m.client("carol", "carolpw")
+	grantWithKey := func(key string) {
+		t.Helper()
+		l, err := root.Grant(ctx, 100)
+		if err == nil {
+			_, err = root.Put(ctx, key, "v", clientv3.WithLease(l.ID))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(who string, cli *clientv3.Client, want error) {
+		t.Helper()
+		if _, err := cli.Leases(ctx); !errors.Is(err, want) {
+			t.Errorf("%s lists the leases: %v, want %v", who, err, want)
+		}
+	}
+	if _, err := root.Grant(ctx, 100); err != nil { // a lease without keys
+		t.Fatal(err)
+	}
+	check("carol, no keys attached", carol, nil)
+	grantWithKey("/app/leased")
+	check("alice, a readable key attached", alice, nil)
+	check("carol, a key she cannot read attached", carol, rpctypes.ErrPermissionDenied)
+	grantWithKey("secret")
+	check("alice, a key she cannot read attached", alice, rpctypes.ErrPermissionDenied)
+	check("root", root, nil)
+	check("nobody", m.client("", ""), rpctypes.ErrUserEmpty)
+}

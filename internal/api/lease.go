@@ -76,6 +76,11 @@ func (l *leaseServer) LeaseTimeToLive(ctx context.Context, req *pb.LeaseTimeToLi
 func (l *leaseServer) LeaseLeases(ctx context.Context, req *pb.LeaseLeasesRequest) (*pb.LeaseLeasesResponse, error) {
 	resp := &pb.LeaseLeasesResponse{Header: l.a.header(0)}
 	for _, id := range l.a.s.Lessor().Leases() {
+		// auth: as etcd 3.7, a user may list the leases only if it may read
+		// every key attached to any of them.
+		if err := l.a.s.CheckLeaseKeysReadable(callerInfo(ctx), id); err != nil {
+			return nil, toGRPC(err)
+		}
 		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: id})
 	}
 	return resp, nil

@@ -36,7 +36,7 @@ type peerAnswer struct {
 
 // LeaseRenew renews a lease on the leader and returns its TTL.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
-	ttl, err := s.lessor.Renew(id)
+	ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.lessor.Renew(id) })
 	if !errors.Is(err, lease.ErrNotPrimary) {
 		return ttl, err
 	}
@@ -49,7 +49,7 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 
 // LeaseTimeToLive reports a lease's TTLs (and keys), from the leader.
 func (s *Server) LeaseTimeToLive(ctx context.Context, id int64, keys bool) (lease.TTLInfo, error) {
-	info, err := s.lessor.TimeToLive(id, keys)
+	info, err := onPrimary(ctx, s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(id, keys) })
 	if !errors.Is(err, lease.ErrNotPrimary) {
 		return info, err
 	}
@@ -58,6 +58,34 @@ func (s *Server) LeaseTimeToLive(ctx context.Context, id int64, keys bool) (leas
 		return lease.TTLInfo{}, err
 	}
 	return ans.Info, nil
+}
+
+// onPrimary runs a query of this member's lessor, which fails with
+// lease.ErrNotPrimary unless this member is the leader. A lease granted a
+// moment ago through another member may be committed but not yet applied
+// here, so a lease not found is looked up again once this member has
+// applied what it knows to be committed (as etcd's leader does).
+func onPrimary[T any](ctx context.Context, s *Server, query func() (T, error)) (T, error) {
+	v, err := query()
+	if errors.Is(err, lease.ErrLeaseNotFound) {
+		if err = s.waitCommittedApplied(ctx); err == nil {
+			v, err = query()
+		}
+	}
+	return v, err
+}
+
+// waitCommittedApplied returns once this member has applied every entry it
+// knew to be committed at the call.
+func (s *Server) waitCommittedApplied(ctx context.Context) error {
+	select {
+	case <-s.applied.wait(s.commit.Load()):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return ErrStopped
+	}
 }
 
 func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *peerAnswer) error {
@@ -102,14 +130,14 @@ func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *p
 
 func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
 	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
-		ttl, err := s.lessor.Renew(q.ID)
+		ttl, err := onPrimary(r.Context(), s, func() (int64, error) { return s.lessor.Renew(q.ID) })
 		return peerAnswer{TTL: ttl}, err
 	})
 }
 
 func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
 	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
-		info, err := s.lessor.TimeToLive(q.ID, q.Keys)
+		info, err := onPrimary(r.Context(), s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(q.ID, q.Keys) })
 		return peerAnswer{Info: info}, err
 	})
 }
