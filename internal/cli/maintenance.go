@@ -115,9 +115,7 @@ func newDefragCommand(g *globalOptions) *cobra.Command {
   cairn defrag --cluster`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				eps, err := targetEndpoints(ctx, c, cluster)
-				cancel()
+				eps, err := targetEndpoints(cmd, g, c, cluster)
 				if err != nil {
 					return err
 				}
