@@ -30,20 +30,17 @@ func newListBucketCommand() *cobra.Command {
 		Short: "Lists the buckets of the db",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			names, err := db.Buckets()
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			for _, n := range names {
-				fmt.Fprintln(w, n)
-			}
-			return w.Flush()
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				names, err := db.Buckets()
+				if err != nil {
+					return err
+				}
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				for _, n := range names {
+					fmt.Fprintln(w, n)
+				}
+				return w.Flush()
+			})
 		},
 	}
 }
@@ -63,12 +60,9 @@ members, cluster and alarms.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, bucket := pathAndOperand(args)
-			db, err := openOfflineDB(path)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			return iterateBucket(db, bucket, decode, limit, bufio.NewWriter(cmd.OutOrStdout()))
+			return withOfflineDB(path, func(db *store.OfflineDB) error {
+				return iterateBucket(db, bucket, decode, limit, bufio.NewWriter(cmd.OutOrStdout()))
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&decode, "decode", false, "decode the values of the bucket")
@@ -116,17 +110,14 @@ func newDBHashCommand() *cobra.Command {
 		Short: "Prints the CRC-32C hash of every bucket, key and value of the db",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			h, err := db.Hash(nil)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "db path: %s\nHash: %d\n", db.Path(), h)
-			return nil
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				h, err := db.Hash(nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "db path: %s\nHash: %d\n", db.Path(), h)
+				return nil
+			})
 		},
 	}
 }

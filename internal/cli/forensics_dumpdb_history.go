@@ -28,25 +28,22 @@ it), and says what compaction removed. -w json prints one JSON object per revisi
 				return err
 			}
 			path, key := pathAndOperand(args)
-			db, err := openOfflineDB(path)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			h, err := readKeyHistory(db, []byte(key))
-			if err != nil {
-				return err
-			}
-			if len(h.generations) == 0 {
-				return fmt.Errorf("key %q has no revision in %s (never written, or removed by the compaction at revision %d)", key, db.Path(), h.compactRev)
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			if format == formatJSON {
-				h.writeJSON(w)
-			} else {
-				h.writeText(w)
-			}
-			return w.Flush()
+			return withOfflineDB(path, func(db *store.OfflineDB) error {
+				h, err := readKeyHistory(db, []byte(key))
+				if err != nil {
+					return err
+				}
+				if len(h.generations) == 0 {
+					return fmt.Errorf("key %q has no revision in %s (never written, or removed by the compaction at revision %d)", key, db.Path(), h.compactRev)
+				}
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				if format == formatJSON {
+					h.writeJSON(w)
+				} else {
+					h.writeText(w)
+				}
+				return w.Flush()
+			})
 		},
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/pkg/store"
 )
 
 func newHashKVCommand() *cobra.Command {
@@ -20,21 +22,18 @@ have the same hash.`,
 			if err != nil {
 				return err
 			}
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			idx, err := db.Index()
-			if err != nil {
-				return err
-			}
-			h, err := idx.HashKV(rev)
-			if err != nil {
-				return fmt.Errorf("hashkv %s at revision %d: %w", db.Path(), rev, err)
-			}
-			return (&printer{w: cmd.OutOrStdout(), format: format}).print(&hashKVResult{
-				Hash: h.Hash, HashRevision: h.HashRevision, CompactRevision: h.CompactRevision})
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				idx, err := db.Index()
+				if err != nil {
+					return err
+				}
+				h, err := idx.HashKV(rev)
+				if err != nil {
+					return fmt.Errorf("hashkv %s at revision %d: %w", db.Path(), rev, err)
+				}
+				return (&printer{w: cmd.OutOrStdout(), format: format}).print(&hashKVResult{
+					Hash: h.Hash, HashRevision: h.HashRevision, CompactRevision: h.CompactRevision})
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
