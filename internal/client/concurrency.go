@@ -110,9 +110,9 @@ func prefixRangeEnd(prefix string) []byte {
 
 // claim creates key with value on the session's lease unless the session
 // already owns it, in one transaction that also reads the first key of
-// prefix. It returns the create revision of key, the current owner (kv of
-// the first key; nil if none) and the response header.
-func (s *Session) claim(ctx context.Context, prefix, key, value string) (created int64, existing *mvccpb.KeyValue, owner *mvccpb.KeyValue, hdr *pb.ResponseHeader, err error) {
+// prefix. It returns the create revision of key, its kv if it existed, and
+// the current owner (kv of the first key; nil if none).
+func (s *Session) claim(ctx context.Context, prefix, key, value string) (created int64, existing *mvccpb.KeyValue, owner *mvccpb.KeyValue, err error) {
 	getOwner := &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: firstCreated(prefix)}}
 	resp, err := s.c.KV.Txn(ctx, &pb.TxnRequest{
 		Compare: []*pb.Compare{{Key: []byte(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
@@ -127,14 +127,13 @@ func (s *Session) claim(ctx context.Context, prefix, key, value string) (created
 		},
 	})
 	if err != nil {
-		return 0, nil, nil, nil, err
+		return 0, nil, nil, err
 	}
-	hdr = resp.GetHeader()
-	created = hdr.GetRevision()
+	created = resp.GetHeader().GetRevision()
 	if !resp.GetSucceeded() {
 		kvs := resp.GetResponses()[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
-			return 0, nil, nil, nil, fmt.Errorf("key %q vanished while being claimed", key)
+			return 0, nil, nil, fmt.Errorf("key %q vanished while being claimed", key)
 		}
 		existing = kvs[0]
 		created = existing.GetCreateRevision()
@@ -142,24 +141,23 @@ func (s *Session) claim(ctx context.Context, prefix, key, value string) (created
 	if kvs := resp.GetResponses()[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
 		owner = kvs[0]
 	}
-	return created, existing, owner, hdr, nil
+	return created, existing, owner, nil
 }
 
 // waitPredecessors waits until no key of prefix created at or before
 // maxCreate is left: each time for the deletion of the latest of them.
-// It returns the header of the last read.
-func (c *Client) waitPredecessors(ctx context.Context, prefix string, maxCreate int64) (*pb.ResponseHeader, error) {
+func (c *Client) waitPredecessors(ctx context.Context, prefix string, maxCreate int64) error {
 	for {
 		resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte(prefix), RangeEnd: prefixRangeEnd(prefix), Limit: 1,
 			MaxCreateRevision: maxCreate, SortOrder: pb.RangeRequest_DESCEND, SortTarget: pb.RangeRequest_CREATE})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(resp.GetKvs()) == 0 {
-			return resp.GetHeader(), nil
+			return nil
 		}
 		if err := c.waitDeleted(ctx, resp.GetKvs()[0].GetKey(), resp.GetHeader().GetRevision()); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -187,15 +185,15 @@ func (c *Client) waitDeleted(ctx context.Context, key []byte, rev int64) error {
 }
 
 // stillOwned checks after a wait that the session's key survived it.
-func (s *Session) stillOwned(ctx context.Context, key string) (*pb.ResponseHeader, error) {
+func (s *Session) stillOwned(ctx context.Context, key string) error {
 	resp, err := s.c.KV.Range(ctx, &pb.RangeRequest{Key: []byte(key), CountOnly: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.GetCount() == 0 {
-		return nil, ErrSessionExpired
+		return ErrSessionExpired
 	}
-	return resp.GetHeader(), nil
+	return nil
 }
 
 // release deletes key with a context of its own: used when giving up a
@@ -212,7 +210,6 @@ type Mutex struct {
 	prefix string
 	key    string
 	rev    int64
-	hdr    *pb.ResponseHeader
 }
 
 // NewMutex returns the lock called name for session s; its contenders'
@@ -225,24 +222,19 @@ func NewMutex(s *Session, name string) *Mutex {
 // then withdrawn), or the session ends (ErrSessionExpired).
 func (m *Mutex) Lock(ctx context.Context) error {
 	m.key = contenderKey(m.prefix, m.s.Lease())
-	rev, _, owner, hdr, err := m.s.claim(ctx, m.prefix, m.key, "")
+	rev, _, owner, err := m.s.claim(ctx, m.prefix, m.key, "")
 	if err != nil {
 		return err
 	}
-	m.rev, m.hdr = rev, hdr
+	m.rev = rev
 	if owner == nil || owner.GetCreateRevision() == rev {
 		return nil
 	}
-	if _, err := m.s.c.waitPredecessors(ctx, m.prefix, rev-1); err != nil {
+	if err := m.s.c.waitPredecessors(ctx, m.prefix, rev-1); err != nil {
 		m.s.release(m.key)
 		return err
 	}
-	hdr, err = m.s.stillOwned(ctx, m.key)
-	if err != nil {
-		return err
-	}
-	m.hdr = hdr
-	return nil
+	return m.s.stillOwned(ctx, m.key)
 }
 
 // Unlock releases the lock.
@@ -263,7 +255,6 @@ type Election struct {
 	prefix string
 	key    string
 	rev    int64
-	hdr    *pb.ResponseHeader
 }
 
 // NewElection returns the election called name for session s; its
@@ -276,11 +267,11 @@ func NewElection(s *Session, name string) *Election {
 // ends (the candidacy is then withdrawn), or the session ends.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	key := contenderKey(e.prefix, e.s.Lease())
-	rev, existing, _, hdr, err := e.s.claim(ctx, e.prefix, key, value)
+	rev, existing, _, err := e.s.claim(ctx, e.prefix, key, value)
 	if err != nil {
 		return err
 	}
-	e.key, e.rev, e.hdr = key, rev, hdr
+	e.key, e.rev = key, rev
 	if existing != nil && string(existing.GetValue()) != value {
 		if err := e.Proclaim(ctx, value); err != nil {
 			e.s.release(key)
@@ -288,17 +279,12 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 			return err
 		}
 	}
-	if _, err := e.s.c.waitPredecessors(ctx, e.prefix, rev-1); err != nil {
+	if err := e.s.c.waitPredecessors(ctx, e.prefix, rev-1); err != nil {
 		e.s.release(key)
 		e.key = ""
 		return err
 	}
-	hdr, err = e.s.stillOwned(ctx, key)
-	if err != nil {
-		return err
-	}
-	e.hdr = hdr
-	return nil
+	return e.s.stillOwned(ctx, key)
 }
 
 // Proclaim changes the leader's value without a new election.
@@ -319,7 +305,6 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 		e.key = ""
 		return ErrNotLeader
 	}
-	e.hdr = resp.GetHeader()
 	return nil
 }
 
