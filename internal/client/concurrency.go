@@ -204,18 +204,36 @@ func (s *Session) release(key string) {
 	_, _ = s.c.KV.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte(key)})
 }
 
-// Mutex is a distributed lock named by a key prefix.
-type Mutex struct {
+// contender is a session's claim under the prefix of a lock or an
+// election.
+type contender struct {
 	s      *Session
 	prefix string
-	key    string
-	rev    int64
+	key    string // the session's key under prefix
+	rev    int64  // its create revision
 }
+
+func newContender(s *Session, name string) contender {
+	return contender{s: s, prefix: withSlash(name)}
+}
+
+// waitEarlier waits until no key of the prefix created before the
+// contender's is left. The claim is withdrawn if the wait fails.
+func (c *contender) waitEarlier(ctx context.Context) error {
+	if err := c.s.c.waitPredecessors(ctx, c.prefix, c.rev-1); err != nil {
+		c.s.release(c.key)
+		return err
+	}
+	return nil
+}
+
+// Mutex is a distributed lock named by a key prefix.
+type Mutex struct{ contender }
 
 // NewMutex returns the lock called name for session s; its contenders'
 // keys are under name + "/".
 func NewMutex(s *Session, name string) *Mutex {
-	return &Mutex{s: s, prefix: withSlash(name)}
+	return &Mutex{newContender(s, name)}
 }
 
 // Lock waits until the session holds the lock, or ctx ends (the claim is
@@ -230,8 +248,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if owner == nil || owner.GetCreateRevision() == rev {
 		return nil
 	}
-	if err := m.s.c.waitPredecessors(ctx, m.prefix, rev-1); err != nil {
-		m.s.release(m.key)
+	if err := m.waitEarlier(ctx); err != nil {
 		return err
 	}
 	return m.s.stillOwned(ctx, m.key)
@@ -249,18 +266,14 @@ func (m *Mutex) Key() string { return m.key }
 // Revision is the create revision of the lock's key.
 func (m *Mutex) Revision() int64 { return m.rev }
 
-// Election is a leader election named by a key prefix.
-type Election struct {
-	s      *Session
-	prefix string
-	key    string
-	rev    int64
-}
+// Election is a leader election named by a key prefix. Its key is empty
+// while the session is not a candidate.
+type Election struct{ contender }
 
 // NewElection returns the election called name for session s; its
 // candidates' keys are under name + "/".
 func NewElection(s *Session, name string) *Election {
-	return &Election{s: s, prefix: withSlash(name)}
+	return &Election{newContender(s, name)}
 }
 
 // Campaign waits until the session leads the election with value, or ctx
@@ -279,8 +292,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 			return err
 		}
 	}
-	if err := e.s.c.waitPredecessors(ctx, e.prefix, rev-1); err != nil {
-		e.s.release(key)
+	if err := e.waitEarlier(ctx); err != nil {
 		e.key = ""
 		return err
 	}
@@ -292,12 +304,8 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if e.key == "" {
 		return ErrNotLeader
 	}
-	resp, err := e.s.c.KV.Txn(ctx, &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{
-			RequestPut: &pb.PutRequest{Key: []byte(e.key), Value: []byte(value), Lease: e.s.Lease()}}}},
-	})
+	resp, err := e.ifStillCandidate(ctx, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{
+		RequestPut: &pb.PutRequest{Key: []byte(e.key), Value: []byte(value), Lease: e.s.Lease()}}})
 	if err != nil {
 		return err
 	}
@@ -314,16 +322,23 @@ func (e *Election) Resign(ctx context.Context) error {
 	if e.key == "" {
 		return nil
 	}
-	_, err := e.s.c.KV.Txn(ctx, &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{
-			RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(e.key)}}}},
-	})
+	_, err := e.ifStillCandidate(ctx, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{
+		RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(e.key)}}})
 	if err == nil {
 		e.key = ""
 	}
 	return err
+}
+
+// ifStillCandidate runs op in a transaction if the session's key is still
+// the one its candidacy created (same create revision), not one deleted
+// since and created again.
+func (e *Election) ifStillCandidate(ctx context.Context, op *pb.RequestOp) (*pb.TxnResponse, error) {
+	return e.s.c.KV.Txn(ctx, &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
+			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
+		Success: []*pb.RequestOp{op},
+	})
 }
 
 // Key is the key of the session's candidacy: name/<lease ID in hexadecimal>.
