@@ -26,9 +26,10 @@ file given directly) read-only, with no member running, as etcd-dump-db does.`,
 
 func newListBucketCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "list-bucket <data dir or db file>",
-		Short: "Lists the buckets of the db",
-		Args:  cobra.ExactArgs(1),
+		Use:     "list-bucket <data dir or db file>",
+		Short:   "Lists the buckets of the db",
+		Example: "  cairn dump-db list-bucket /var/lib/etcd",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
 				names, err := db.Buckets()
@@ -57,6 +58,8 @@ func newIterateBucketCommand() *cobra.Command {
 revision first in the key bucket), as etcd-dump-db does. With --decode every bucket's
 values are decoded: revisions and KeyValues, meta, leases, auth users and roles,
 members, cluster and alarms.`,
+		Example: `  cairn dump-db iterate-bucket /var/lib/etcd key --decode --limit 10
+  cairn dump-db iterate-bucket backup.db members --decode`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, bucket := pathAndOperand(args)
@@ -108,7 +111,9 @@ func newDBHashCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "hash <data dir or db file>",
 		Short: "Prints the CRC-32C hash of every bucket, key and value of the db",
-		Args:  cobra.ExactArgs(1),
+		Example: `  cairn dump-db hash /var/lib/etcd
+  cairn dump-db hash backup.db`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
 				h, err := db.Hash(nil)

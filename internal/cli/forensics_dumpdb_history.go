@@ -21,7 +21,8 @@ func newHistoryCommand() *cobra.Command {
 		Long: `history prints every revision of one key that the db still holds, oldest first,
 grouped in generations (from the put that created the key to the tombstone that deleted
 it), and says what compaction removed. -w json prints one JSON object per revision.`,
-		Args: cobra.ExactArgs(2),
+		Example: "  cairn dump-db history /var/lib/etcd /registry/pods/default/web-0",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatTable, formatTable, formatSimple, formatJSON)
 			if err != nil {

@@ -16,6 +16,8 @@ func newHashKVCommand() *cobra.Command {
 		Long: `hashkv computes, read-only, the hash of the key-value history up to a revision that a
 member's HashKV returns, as etcdutl hashkv does: members that applied the same history
 have the same hash.`,
+		Example: `  cairn hashkv /var/lib/etcd
+  cairn hashkv backup.db --rev 1234`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON, formatFields)
