@@ -34,11 +34,12 @@ func addAuthCommands(root *cobra.Command, g *globalOptions) {
 // authCommand builds a command of the auth family: it checks the number of
 // arguments, then calls run with a client and a command context and prints
 // what run returns.
-func authCommand(g *globalOptions, use, short string, nargs int, usage string,
+func authCommand(g *globalOptions, use, short, example string, nargs int, usage string,
 	run func(ctx context.Context, c *client.Client, args []string) (any, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   use,
-		Short: short,
+		Use:     use,
+		Short:   short,
+		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != nargs {
 				return badArgs("%s", usage)
@@ -57,7 +58,10 @@ func authCommand(g *globalOptions, use, short string, nargs int, usage string,
 }
 
 func newAuthEnableCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "enable", "Enables authentication", 0, "auth enable command does not accept any arguments",
+	return authCommand(g, "enable", "Enables authentication",
+		`  cairn user add root && cairn user grant-role root root
+  cairn auth enable`,
+		0, "auth enable command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			_, err := c.Auth.AuthEnable(ctx, &pb.AuthEnableRequest{})
 			if errors.Is(err, rpctypes.ErrRootRoleNotExist) {
@@ -76,7 +80,9 @@ func newAuthEnableCommand(g *globalOptions) *cobra.Command {
 }
 
 func newAuthDisableCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "disable", "Disables authentication", 0, "auth disable command does not accept any arguments",
+	return authCommand(g, "disable", "Disables authentication",
+		"  cairn --user root auth disable",
+		0, "auth disable command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			_, err := c.Auth.AuthDisable(ctx, &pb.AuthDisableRequest{})
 			return message("Authentication Disabled"), err
@@ -84,7 +90,10 @@ func newAuthDisableCommand(g *globalOptions) *cobra.Command {
 }
 
 func newAuthStatusCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "status", "Returns authentication status", 0, "auth status command does not accept any arguments",
+	return authCommand(g, "status", "Returns authentication status",
+		`  cairn auth status
+  cairn auth status -w json`,
+		0, "auth status command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.AuthStatus(ctx, &pb.AuthStatusRequest{})
 			return &authStatusResult{resp: resp}, err
@@ -165,7 +174,9 @@ func askPassword(cmd *cobra.Command, name string, interactive bool) (string, err
 }
 
 func newUserDeleteCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "delete <user name>", "Deletes a user", 1, "user delete command requires user name as its argument",
+	return authCommand(g, "delete <user name>", "Deletes a user",
+		"  cairn user delete alice",
+		1, "user delete command requires user name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserDelete(ctx, &pb.AuthUserDeleteRequest{Name: args[0]})
 			return &authResult{text: fmt.Sprintf("User %s deleted", args[0]), resp: resp}, err
@@ -177,6 +188,8 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get <user name> [options]",
 		Short: "Gets detailed information of a user",
+		Example: `  cairn user get alice
+  cairn user get alice --detail`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return badArgs("user get command requires user name as its argument")
@@ -214,7 +227,9 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
 }
 
 func newUserListCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "list", "Lists all users", 0, "user list command requires no arguments",
+	return authCommand(g, "list", "Lists all users",
+		"  cairn user list",
+		0, "user list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.UserList(ctx, &pb.AuthUserListRequest{})
 			return &userListResult{resp: resp}, err
@@ -226,6 +241,8 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "passwd <user name> [options]",
 		Short: "Changes password of user",
+		Example: `  cairn user passwd alice
+  echo newpassword | cairn user passwd alice --interactive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return badArgs("user passwd command requires user name as its argument")
@@ -250,8 +267,9 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
 }
 
 func newUserGrantRoleCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "grant-role <user name> <role name>", "Grants a role to a user", 2,
-		"user grant command requires user name and role name as its argument",
+	return authCommand(g, "grant-role <user name> <role name>", "Grants a role to a user",
+		"  cairn user grant-role alice reader",
+		2, "user grant command requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: args[0], Role: args[1]})
 			return &authResult{text: fmt.Sprintf("Role %s is granted to user %s", args[1], args[0]), resp: resp}, err
@@ -259,8 +277,9 @@ func newUserGrantRoleCommand(g *globalOptions) *cobra.Command {
 }
 
 func newUserRevokeRoleCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "revoke-role <user name> <role name>", "Revokes a role from a user", 2,
-		"user revoke-role requires user name and role name as its argument",
+	return authCommand(g, "revoke-role <user name> <role name>", "Revokes a role from a user",
+		"  cairn user revoke-role alice reader",
+		2, "user revoke-role requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserRevokeRole(ctx, &pb.AuthUserRevokeRoleRequest{Name: args[0], Role: args[1]})
 			return &authResult{text: fmt.Sprintf("Role %s is revoked from user %s", args[1], args[0]), resp: resp}, err
@@ -268,7 +287,9 @@ func newUserRevokeRoleCommand(g *globalOptions) *cobra.Command {
 }
 
 func newRoleAddCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "add <role name>", "Adds a new role", 1, "role add command requires role name as its argument",
+	return authCommand(g, "add <role name>", "Adds a new role",
+		"  cairn role add reader",
+		1, "role add command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: args[0]})
 			return &authResult{text: fmt.Sprintf("Role %s created", args[0]), resp: resp}, err
@@ -276,7 +297,9 @@ func newRoleAddCommand(g *globalOptions) *cobra.Command {
 }
 
 func newRoleDeleteCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "delete <role name>", "Deletes a role", 1, "role delete command requires role name as its argument",
+	return authCommand(g, "delete <role name>", "Deletes a role",
+		"  cairn role delete reader",
+		1, "role delete command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleDelete(ctx, &pb.AuthRoleDeleteRequest{Role: args[0]})
 			return &authResult{text: fmt.Sprintf("Role %s deleted", args[0]), resp: resp}, err
@@ -284,8 +307,10 @@ func newRoleDeleteCommand(g *globalOptions) *cobra.Command {
 }
 
 func newRoleGetCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "get <role name>", "Gets detailed information of a role", 1,
-		"role get command requires role name as its argument",
+	return authCommand(g, "get <role name>", "Gets detailed information of a role",
+		`  cairn role get reader
+  cairn role get reader -w json`,
+		1, "role get command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: args[0]})
 			return &roleGetResult{name: args[0], resp: resp}, err
@@ -293,7 +318,9 @@ func newRoleGetCommand(g *globalOptions) *cobra.Command {
 }
 
 func newRoleListCommand(g *globalOptions) *cobra.Command {
-	return authCommand(g, "list", "Lists all roles", 0, "role list command requires no arguments",
+	return authCommand(g, "list", "Lists all roles",
+		"  cairn role list",
+		0, "role list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.RoleList(ctx, &pb.AuthRoleListRequest{})
 			return &roleListResult{resp: resp}, err
@@ -374,6 +401,9 @@ func newRoleRevokePermissionCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "revoke-permission <role name> <key> [endkey]",
 		Short: "Revokes a key from a role",
+		Example: `  cairn role revoke-permission reader /config/
+  cairn role revoke-permission reader /jobs/ --prefix
+  cairn role revoke-permission reader a z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || len(args) > 3 {
 				return badArgs("role revoke-permission command requires role name and key [endkey] as its argument")

@@ -3,15 +3,12 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
 
@@ -28,22 +25,6 @@ type benchJSON struct {
 	Histogram []struct {
 		Count int `json:"count"`
 	} `json:"histogram"`
-}
-
-// cairnOutput runs the cairn binary and returns its stdout, failing the test
-// on a non-zero exit.
-func cairnOutput(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cairnBinary(t), args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cairn %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
-	}
-	return string(out)
 }
 
 func decodeBench(t *testing.T, out string) benchJSON {
@@ -77,12 +58,8 @@ func checkBench(t *testing.T, b benchJSON, name string, requests int) {
 
 func TestBenchWorkloads(t *testing.T) {
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	endpoints := endpointsFlag(cluster)
+	c := clusterClient(t, cluster)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
@@ -179,11 +156,9 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{"bench", "range", "k", "--consistency", "x"},
 		{"bench", "watch", "--val-size", "4"},
 	} {
-		cmd := exec.Command(cairnBinary(t), append([]string{"--endpoints=127.0.0.1:1"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.HasPrefix(string(out), "Error: ") || strings.Count(string(out), "\n") != 1 {
-			t.Errorf("cairn %s: %v, printed %q; want a one-line error", strings.Join(args, " "), err, out)
+		stdout, stderr, code := runCairnBinary(t, append([]string{"--endpoints=127.0.0.1:1"}, args...)...)
+		if code == 0 || stdout != "" || !strings.HasPrefix(stderr, "Error: ") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("cairn %s: exit %d, printed %q and %q on stderr; want a one-line error", strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
 }

@@ -1,23 +1,17 @@
 package cli_test
 
 import (
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
 
 func TestCheckPerf(t *testing.T) {
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	endpoints := endpointsFlag(cluster)
+	c := clusterClient(t, cluster)
 
 	// A short run of the small workload (the verdict is meant for a
 	// minute; --duration is hidden). A loaded test machine may fail the
@@ -32,9 +26,7 @@ Defragmented "` + ep + `"
 (PASS: Stddev is|FAIL: Stddev too high:) \d+\.\d{6}s
 (PASS|FAIL)
 $`)
-	cmd := exec.Command(cairnBinary(t), endpoints, "check", "perf", "--duration", "2s", "--auto-compact", "--auto-defrag")
-	outBytes, err := cmd.Output()
-	out := string(outBytes)
+	out, _, code := runCairnBinary(t, endpoints, "check", "perf", "--duration", "2s", "--auto-compact", "--auto-defrag")
 	m := verdict.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("check perf printed:\n%s", out)
@@ -43,8 +35,8 @@ $`)
 		t.Errorf("compacted at %s after announcing %s", m[2], m[1])
 	}
 	failed := strings.HasSuffix(out, "FAIL\n")
-	if failed != strings.Contains(out, "FAIL:") || (exitCode(err) == 1) != failed || (exitCode(err) == 0) == failed {
-		t.Errorf("exit code %d for the verdict:\n%s", exitCode(err), out)
+	if failed != strings.Contains(out, "FAIL:") || (code == 1) != failed || (code == 0) == failed {
+		t.Errorf("exit code %d for the verdict:\n%s", code, out)
 	}
 	if n := countKeys(t, c, "/etcdctl-check-perf/"); n != 0 {
 		t.Errorf("%d keys left by check perf", n)
@@ -53,12 +45,8 @@ $`)
 
 func TestCheckDatascale(t *testing.T) {
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	endpoints := endpointsFlag(cluster)
+	c := clusterClient(t, cluster)
 	out := cairnOutput(t, endpoints, "check", "datascale", "--prefix", "/ds/")
 	want := regexp.MustCompile(`^Start data scale check for work load \[10000 key-value pairs, 1024 bytes per key-value, 50 concurrent clients\]\.
 PASS: Approximate system memory used : -?\d+\.\d\d MB\.
@@ -72,9 +60,8 @@ $`)
 }
 
 func TestCheckRefusals(t *testing.T) {
-	cairn := cairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	endpoints := endpointsFlag(cluster)
 	cairnOutput(t, endpoints, "put", "/busy/x", "y")
 	for _, c := range []struct {
 		args []string
@@ -88,9 +75,9 @@ func TestCheckRefusals(t *testing.T) {
 		{[]string{"check", "datascale", "--prefix", "/busy/"}, 3,
 			"Error: prefix \"/busy/\" has keys. Delete with cairn del --prefix /busy/ first\n"},
 	} {
-		out, err := exec.Command(cairn, append([]string{endpoints}, c.args...)...).CombinedOutput()
-		if exitCode(err) != c.code || string(out) != c.msg {
-			t.Errorf("cairn %s: exit %d, printed %q; want %d, %q", strings.Join(c.args, " "), exitCode(err), out, c.code, c.msg)
+		stdout, stderr, code := runCairnBinary(t, append([]string{endpoints}, c.args...)...)
+		if code != c.code || stdout != "" || stderr != c.msg {
+			t.Errorf("cairn %s: exit %d, printed %q and %q on stderr; want %d, %q on stderr", strings.Join(c.args, " "), code, stdout, stderr, c.code, c.msg)
 		}
 	}
 }

@@ -209,7 +209,7 @@ func (r *run) expand(arg string) string {
 // exec runs the tool once.
 func (r *run) exec(s step, format string) outcome {
 	r.t.Helper()
-	args := []string{"--endpoints=" + strings.Join(r.cluster.Endpoints(), ",")}
+	args := []string{endpointsFlag(r.cluster)}
 	if format != "" {
 		args = append(args, "--write-out="+format)
 	}

@@ -61,6 +61,8 @@ PowerShell:
   # and source this file from your PowerShell profile.
 
 The same scripts are in the completions/ folder of the source tree.`,
+		Example: `  source <(cairn completion bash)
+  cairn completion fish > ~/.config/fish/completions/cairn.fish`,
 		DisableFlagsInUseLine: true,
 		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
 		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,10 +33,12 @@ func addEndpointCommands(root *cobra.Command, g *globalOptions) {
 // targetEndpoints returns the endpoints a per-member command addresses:
 // those of the global flags, or with --cluster the client URLs of every
 // member, which then become the client's endpoints.
-func targetEndpoints(ctx context.Context, c *client.Client, cluster bool) ([]string, error) {
+func targetEndpoints(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster bool) ([]string, error) {
 	if !cluster {
 		return c.Endpoints(), nil
 	}
+	ctx, cancel := g.commandContext(cmd)
+	defer cancel()
 	resp, err := c.Cluster.MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch endpoints from etcd cluster member list: %w", err)
@@ -93,9 +94,7 @@ func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
   cairn endpoint health --cluster -w table`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				eps, err := targetEndpoints(ctx, c, *cluster)
-				cancel()
+				eps, err := targetEndpoints(cmd, g, c, *cluster)
 				if err != nil {
 					return err
 				}
@@ -163,36 +162,18 @@ func newEndpointStatusCommand(g *globalOptions, cluster *bool) *cobra.Command {
 The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.`,
 		Example: "  cairn endpoint status --cluster -w table",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				eps, err := targetEndpoints(ctx, c, *cluster)
-				cancel()
-				if err != nil {
-					return err
-				}
-				var failed atomic.Bool
-				statuses, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *endpointStatus {
-					resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
-					if err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the status of endpoint %s (%v)\n", ep, err)
-						failed.Store(true)
-						return nil
-					}
-					return &endpointStatus{Endpoint: ep, Status: resp}
-				})
-				if err != nil {
-					return err
-				}
-				if err := g.printer(cmd).print(&endpointStatusResult{statuses: withoutNil(statuses)}); err != nil {
-					return err
-				}
-				if failed.Load() {
-					return errSilent
-				}
-				return nil
-			})
+			// As etcdctl, status fails without a message of its own.
+			return printEachEndpoint(cmd, g, *cluster, "status", askStatus,
+				func(statuses []*endpointStatus) any { return &endpointStatusResult{statuses: statuses} },
+				func(error) error { return errSilent })
 		},
 	}
+}
+
+// askStatus asks an endpoint for its status.
+func askStatus(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointStatus, error) {
+	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+	return &endpointStatus{Endpoint: ep, Status: resp}, err
 }
 
 // endpointHashKV is the KV hash of one endpoint, in etcdctl's JSON shape.
@@ -208,38 +189,62 @@ func newEndpointHashKVCommand(g *globalOptions, cluster *bool) *cobra.Command {
 		Short:   "Prints the KV history hash for each endpoint in --endpoints",
 		Example: "  cairn endpoint hashkv --cluster --rev 1000",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				eps, err := targetEndpoints(ctx, c, *cluster)
-				cancel()
-				if err != nil {
-					return err
-				}
-				var failure atomic.Value // the last error
-				hashes, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *endpointHashKV {
-					resp, err := pb.NewMaintenanceClient(conn).HashKV(ctx, &pb.HashKVRequest{Revision: rev})
-					if err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the hash of endpoint %s (%v)\n", ep, err)
-						failure.Store(err)
-						return nil
-					}
-					return &endpointHashKV{Endpoint: ep, HashKV: resp}
-				})
-				if err != nil {
-					return err
-				}
-				if err := g.printer(cmd).print(&endpointHashKVResult{hashes: withoutNil(hashes)}); err != nil {
-					return err
-				}
-				if err, ok := failure.Load().(error); ok {
-					return err
-				}
-				return nil
-			})
+			return printEachEndpoint(cmd, g, *cluster, "hash", askHashKV(rev),
+				func(hashes []*endpointHashKV) any { return &endpointHashKVResult{hashes: hashes} },
+				func(last error) error { return last })
 		},
 	}
 	cmd.Flags().Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
 	return cmd
+}
+
+// askHashKV returns the question for an endpoint's hash at revision rev.
+func askHashKV(rev int64) func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointHashKV, error) {
+	return func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointHashKV, error) {
+		resp, err := pb.NewMaintenanceClient(conn).HashKV(ctx, &pb.HashKVRequest{Revision: rev})
+		return &endpointHashKV{Endpoint: ep, HashKV: resp}, err
+	}
+}
+
+// printEachEndpoint is endpoint status and hashkv: it asks every target
+// endpoint at once and prints the answers with result. As etcdctl, an
+// endpoint whose ask fails is reported on stderr ("Failed to get the <what>
+// of endpoint ...") and left out; the command then fails with
+// failure(the last error).
+func printEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, cluster bool, what string,
+	ask func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*T, error),
+	result func(answers []*T) any, failure func(last error) error) error {
+	return g.withClient(cmd, func(c *client.Client) error {
+		eps, err := targetEndpoints(cmd, g, c, cluster)
+		if err != nil {
+			return err
+		}
+		var (
+			mu   sync.Mutex
+			last error
+		)
+		answers, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *T {
+			answer, err := ask(ctx, ep, conn)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the %s of endpoint %s (%v)\n", what, ep, err)
+				mu.Lock()
+				last = err
+				mu.Unlock()
+				return nil
+			}
+			return answer
+		})
+		if err != nil {
+			return err
+		}
+		if err := g.printer(cmd).print(result(withoutNil(answers))); err != nil {
+			return err
+		}
+		if last != nil {
+			return failure(last)
+		}
+		return nil
+	})
 }
 
 // withoutNil drops the nil entries of s.

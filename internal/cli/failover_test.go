@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
 
@@ -26,11 +23,7 @@ func TestWatchAndKeepAliveCommandsSurviveMemberKills(t *testing.T) {
 	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	writer, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Close()
+	writer := clusterClient(t, cluster)
 
 	lease, err := writer.Lease.LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: 5})
 	if err != nil {
@@ -40,7 +33,7 @@ func TestWatchAndKeepAliveCommandsSurviveMemberKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
+	endpoints := endpointsFlag(cluster)
 	var watchOut, keepAliveOut syncBuffer
 	watch := startCommand(t, cairn, &watchOut, endpoints, "-w", "json", "watch", "f/", "--prefix",
 		"--rev", fmt.Sprint(first.Header.Revision))
@@ -99,28 +92,5 @@ func TestWatchAndKeepAliveCommandsSurviveMemberKills(t *testing.T) {
 	}
 	if ttl.TTL <= 0 {
 		t.Errorf("lease expired while kept alive across member kills; keep-alive printed:\n%s", keepAliveOut.String())
-	}
-}
-
-// startCommand starts a long-running command, printing to out.
-func startCommand(t *testing.T, bin string, out *syncBuffer, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd
-}
-
-// stop interrupts a command as Ctrl-C would and expects a clean exit.
-func stop(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("%s after Ctrl-C: %v", strings.Join(cmd.Args, " "), err)
 	}
 }

@@ -78,14 +78,19 @@ func resolveWALDir(arg string) (string, error) {
 	return "", fmt.Errorf("data dir %s has no %s directory", arg, filepath.Join(memberDirName, walDirName))
 }
 
-// openOfflineDB opens the db file of arg (a data directory or a db file)
-// read-only.
-func openOfflineDB(arg string) (*store.OfflineDB, error) {
+// withOfflineDB opens the db file of arg (a data directory or a db file)
+// read-only for f, and closes it when f returns.
+func withOfflineDB(arg string, f func(db *store.OfflineDB) error) error {
 	p, err := resolveDBFile(arg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return store.OpenOffline(p, dbLockTimeout)
+	db, err := store.OpenOffline(p, dbLockTimeout)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return f(db)
 }
 
 // outputFormat returns --write-out when it was given, or def. It fails

@@ -26,24 +26,22 @@ file given directly) read-only, with no member running, as etcd-dump-db does.`,
 
 func newListBucketCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "list-bucket <data dir or db file>",
-		Short: "Lists the buckets of the db",
-		Args:  cobra.ExactArgs(1),
+		Use:     "list-bucket <data dir or db file>",
+		Short:   "Lists the buckets of the db",
+		Example: "  cairn dump-db list-bucket /var/lib/etcd",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			names, err := db.Buckets()
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			for _, n := range names {
-				fmt.Fprintln(w, n)
-			}
-			return w.Flush()
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				names, err := db.Buckets()
+				if err != nil {
+					return err
+				}
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				for _, n := range names {
+					fmt.Fprintln(w, n)
+				}
+				return w.Flush()
+			})
 		},
 	}
 }
@@ -60,15 +58,14 @@ func newIterateBucketCommand() *cobra.Command {
 revision first in the key bucket), as etcd-dump-db does. With --decode every bucket's
 values are decoded: revisions and KeyValues, meta, leases, auth users and roles,
 members, cluster and alarms.`,
+		Example: `  cairn dump-db iterate-bucket /var/lib/etcd key --decode --limit 10
+  cairn dump-db iterate-bucket backup.db members --decode`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, bucket := pathAndOperand(args)
-			db, err := openOfflineDB(path)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			return iterateBucket(db, bucket, decode, limit, bufio.NewWriter(cmd.OutOrStdout()))
+			return withOfflineDB(path, func(db *store.OfflineDB) error {
+				return iterateBucket(db, bucket, decode, limit, bufio.NewWriter(cmd.OutOrStdout()))
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&decode, "decode", false, "decode the values of the bucket")
@@ -114,19 +111,18 @@ func newDBHashCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "hash <data dir or db file>",
 		Short: "Prints the CRC-32C hash of every bucket, key and value of the db",
-		Args:  cobra.ExactArgs(1),
+		Example: `  cairn dump-db hash /var/lib/etcd
+  cairn dump-db hash backup.db`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			h, err := db.Hash(nil)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "db path: %s\nHash: %d\n", db.Path(), h)
-			return nil
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				h, err := db.Hash(nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "db path: %s\nHash: %d\n", db.Path(), h)
+				return nil
+			})
 		},
 	}
 }

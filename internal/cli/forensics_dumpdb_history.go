@@ -21,32 +21,30 @@ func newHistoryCommand() *cobra.Command {
 		Long: `history prints every revision of one key that the db still holds, oldest first,
 grouped in generations (from the put that created the key to the tombstone that deleted
 it), and says what compaction removed. -w json prints one JSON object per revision.`,
-		Args: cobra.ExactArgs(2),
+		Example: "  cairn dump-db history /var/lib/etcd /registry/pods/default/web-0",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatTable, formatTable, formatSimple, formatJSON)
 			if err != nil {
 				return err
 			}
 			path, key := pathAndOperand(args)
-			db, err := openOfflineDB(path)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			h, err := readKeyHistory(db, []byte(key))
-			if err != nil {
-				return err
-			}
-			if len(h.generations) == 0 {
-				return fmt.Errorf("key %q has no revision in %s (never written, or removed by the compaction at revision %d)", key, db.Path(), h.compactRev)
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			if format == formatJSON {
-				h.writeJSON(w)
-			} else {
-				h.writeText(w)
-			}
-			return w.Flush()
+			return withOfflineDB(path, func(db *store.OfflineDB) error {
+				h, err := readKeyHistory(db, []byte(key))
+				if err != nil {
+					return err
+				}
+				if len(h.generations) == 0 {
+					return fmt.Errorf("key %q has no revision in %s (never written, or removed by the compaction at revision %d)", key, db.Path(), h.compactRev)
+				}
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				if format == formatJSON {
+					h.writeJSON(w)
+				} else {
+					h.writeText(w)
+				}
+				return w.Flush()
+			})
 		},
 	}
 }

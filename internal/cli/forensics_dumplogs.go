@@ -42,6 +42,9 @@ Metadata, CRC.
 
 --stream-decoder runs a program that receives each entry's data as a line of hex on
 its stdin and answers with a line "STATUS|DECODED" on its stdout.`,
+		Example: `  cairn dump-logs /var/lib/etcd
+  cairn dump-logs /var/lib/etcd --start-index 1000 --end-index 1100
+  cairn dump-logs /var/lib/etcd --entry-type IRRPut,IRRDeleteRange --raw`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatTable, formatTable, formatSimple, formatJSON)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/pkg/store"
 )
 
 func newHashKVCommand() *cobra.Command {
@@ -14,27 +16,26 @@ func newHashKVCommand() *cobra.Command {
 		Long: `hashkv computes, read-only, the hash of the key-value history up to a revision that a
 member's HashKV returns, as etcdutl hashkv does: members that applied the same history
 have the same hash.`,
+		Example: `  cairn hashkv /var/lib/etcd
+  cairn hashkv backup.db --rev 1234`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON, formatFields)
 			if err != nil {
 				return err
 			}
-			db, err := openOfflineDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			idx, err := db.Index()
-			if err != nil {
-				return err
-			}
-			h, err := idx.HashKV(rev)
-			if err != nil {
-				return fmt.Errorf("hashkv %s at revision %d: %w", db.Path(), rev, err)
-			}
-			return (&printer{w: cmd.OutOrStdout(), format: format}).print(&hashKVResult{
-				Hash: h.Hash, HashRevision: h.HashRevision, CompactRevision: h.CompactRevision})
+			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+				idx, err := db.Index()
+				if err != nil {
+					return err
+				}
+				h, err := idx.HashKV(rev)
+				if err != nil {
+					return fmt.Errorf("hashkv %s at revision %d: %w", db.Path(), rev, err)
+				}
+				return (&printer{w: cmd.OutOrStdout(), format: format}).print(&hashKVResult{
+					Hash: h.Hash, HashRevision: h.HashRevision, CompactRevision: h.CompactRevision})
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")

@@ -19,7 +19,8 @@ func newSnapshotStatusCommand() *cobra.Command {
 		Long: `status prints the hash, revision, number of keys, size and storage version of a
 snapshot file (or of a db file), as etcdutl snapshot status does. A snapshot file's
 sha256 trailer is checked first.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  cairn snapshot status backup.db -w table",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON, formatFields)
 			if err != nil {

@@ -37,6 +37,8 @@ changes (new membership, raft position), WAL (one conf change entry per member) 
 The snapshot's sha256 trailer is checked (--skip-hash-check for a db copied out of a
 data directory). The data directory must not exist or be empty; it is built beside it
 and renamed into place, so a failure leaves nothing behind.`,
+		Example: `  cairn snapshot restore backup.db --data-dir /var/lib/etcd-restored \
+    --name m1 --initial-cluster m1=http://10.0.0.1:2380 --initial-advertise-peer-urls http://10.0.0.1:2380`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.dataDir == "" {

@@ -30,7 +30,8 @@ func newWALVerifyCommand() *cobra.Command {
 records, entry range, commit index and CRC state. The exit status is 0 when the WAL is
 healthy and non-zero when it is damaged; every problem found is listed with its file
 and offset.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  cairn wal verify /var/lib/etcd",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON)
 			if err != nil {
@@ -176,7 +177,8 @@ frame at the end of the last segment. It saves the bytes from the damage to the 
 the file in SEGMENT.broken and truncates the segment there, as etcd does when it opens
 such a WAL. Any other damage is refused, with the reason: cutting there could drop
 acknowledged writes. The member must not be running.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  cairn wal repair /var/lib/etcd   # truncates a torn last record; stop the member first",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := resolveWALDir(args[0])
 			if err != nil {

@@ -192,6 +192,15 @@ func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
 	return req, nil
 }
 
+// requestOp builds the request of a get line of a transaction.
+func (o *getOptions) requestOp(args []string) (*pb.RequestOp, error) {
+	req, err := o.request(args)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: req}}, nil
+}
+
 // getResult is the outcome of get.
 type getResult struct {
 	resp      *pb.RangeResponse
@@ -284,6 +293,16 @@ func (o *putOptions) request(args []string, stdin io.Reader) (*pb.PutRequest, er
 		IgnoreValue: o.ignoreValue, IgnoreLease: o.ignoreLease}, nil
 }
 
+// requestOp builds the request of a put line of a transaction, whose value
+// is never read from stdin: that is where the transaction is read from.
+func (o *putOptions) requestOp(args []string) (*pb.RequestOp, error) {
+	req, err := o.request(args, strings.NewReader(""))
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: req}}, nil
+}
+
 // parseLeaseID parses a lease ID in hexadecimal, as etcdctl takes them.
 func parseLeaseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 16, 64)
@@ -345,6 +364,15 @@ func (o *delOptions) request(args []string) (*pb.DeleteRangeRequest, error) {
 		return nil, err
 	}
 	return &pb.DeleteRangeRequest{Key: key, RangeEnd: rangeEnd, PrevKv: o.prevKV}, nil
+}
+
+// requestOp builds the request of a del line of a transaction.
+func (o *delOptions) requestOp(args []string) (*pb.RequestOp, error) {
+	req, err := o.request(args)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: req}}, nil
 }
 
 type delResult struct{ resp *pb.DeleteRangeResponse }

@@ -116,6 +116,8 @@ func newLeaseListCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List all active leases",
+		Example: `  cairn lease list
+  cairn lease list -w json --hex`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)

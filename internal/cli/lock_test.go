@@ -2,52 +2,20 @@ package cli_test
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
-
-// countKeys counts the keys under prefix.
-func countKeys(t *testing.T, c *client.Client, prefix string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	end := []byte(prefix)
-	end[len(end)-1]++
-	resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte(prefix), RangeEnd: end, CountOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Count
-}
-
-func exitCode(err error) int {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
 
 func TestLockCommand(t *testing.T) {
 	cairn := cairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	endpoints := endpointsFlag(cluster)
+	c := clusterClient(t, cluster)
 
 	var holderOut, waiterOut syncBuffer
 	holder := startCommand(t, cairn, &holderOut, endpoints, "lock", "job")
@@ -81,9 +49,9 @@ func TestLockCommand(t *testing.T) {
 	}
 
 	// The command's exit code is lock's.
-	out, err := exec.Command(cairn, endpoints, "lock", "job", "--", "sh", "-c", "exit 7").CombinedOutput()
-	if exitCode(err) != 7 || string(out) != "Error: exit status 7\n" {
-		t.Errorf("lock with a failing command: exit %d, printed %q", exitCode(err), out)
+	stdout, stderr, code := runCairnBinary(t, endpoints, "lock", "job", "--", "sh", "-c", "exit 7")
+	if code != 7 || stdout != "" || stderr != "Error: exit status 7\n" {
+		t.Errorf("lock with a failing command: exit %d, printed %q and %q on stderr", code, stdout, stderr)
 	}
 
 	// Ctrl-C while waiting withdraws the claim and ends cleanly.
@@ -102,12 +70,8 @@ func TestLockCommand(t *testing.T) {
 func TestElectCommand(t *testing.T) {
 	cairn := cairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	endpoints := "--endpoints=" + strings.Join(cluster.Endpoints(), ",")
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	endpoints := endpointsFlag(cluster)
+	c := clusterClient(t, cluster)
 
 	var observerOut, firstOut, secondOut syncBuffer
 	observer := startCommand(t, cairn, &observerOut, endpoints, "elect", "--listen", "svc")

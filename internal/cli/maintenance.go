@@ -50,6 +50,8 @@ func newAlarmListCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "Lists all alarms",
+		Example: `  cairn alarm list
+  cairn alarm list -w table --endpoints=$ALL_MEMBERS`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return badArgs("alarm list command accepts no arguments")
@@ -69,8 +71,9 @@ func newAlarmListCommand(g *globalOptions) *cobra.Command {
 
 func newAlarmDisarmCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "disarm",
-		Short: "Disarms all alarms",
+		Use:     "disarm",
+		Short:   "Disarms all alarms",
+		Example: "  cairn alarm disarm   # after freeing space (compaction, defrag) to clear NOSPACE",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return badArgs("alarm disarm command accepts no arguments")
@@ -115,9 +118,7 @@ func newDefragCommand(g *globalOptions) *cobra.Command {
   cairn defrag --cluster`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				eps, err := targetEndpoints(ctx, c, cluster)
-				cancel()
+				eps, err := targetEndpoints(cmd, g, c, cluster)
 				if err != nil {
 					return err
 				}

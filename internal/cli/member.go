@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,12 +36,13 @@ func memberIDArg(args []string) (uint64, error) {
 	return id, nil
 }
 
-// splitURLs splits a comma-separated list of URLs.
-func splitURLs(s string) []string {
+// peerURLsFlag splits the comma-separated --peer-urls of member add and
+// update, which must not be empty.
+func peerURLsFlag(s string) ([]string, error) {
 	if s == "" {
-		return nil
+		return nil, badArgs("member peer urls not provided")
 	}
-	return strings.Split(s, ",")
+	return strings.Split(s, ","), nil
 }
 
 func newMemberAddCommand(g *globalOptions) *cobra.Command {
@@ -64,9 +66,9 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
 				}
 				return badArgs("%s", msg)
 			}
-			urls := splitURLs(peerURLs)
-			if len(urls) == 0 {
-				return badArgs("member peer urls not provided")
+			urls, err := peerURLsFlag(peerURLs)
+			if err != nil {
+				return err
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -89,21 +91,9 @@ func newMemberRemoveCommand(g *globalOptions) *cobra.Command {
 		Use:     "remove <memberID>",
 		Short:   "Removes a member from the cluster",
 		Example: "  cairn member remove 8e9e05c52164694d",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := memberIDArg(args)
-			if err != nil {
-				return err
-			}
-			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				defer cancel()
-				resp, err := c.Cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
-				if err != nil {
-					return err
-				}
-				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "removed from", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
-			})
-		},
+		RunE: runMemberIDCommand(g, "removed from", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error) {
+			return cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
+		}),
 	}
 }
 
@@ -118,18 +108,12 @@ func newMemberUpdateCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			urls := splitURLs(peerURLs)
-			if len(urls) == 0 {
-				return badArgs("member peer urls not provided")
+			urls, err := peerURLsFlag(peerURLs)
+			if err != nil {
+				return err
 			}
-			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				defer cancel()
-				resp, err := c.Cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: urls})
-				if err != nil {
-					return err
-				}
-				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "updated in", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
+			return changeMember(cmd, g, id, "updated in", func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error) {
+				return cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: urls})
 			})
 		},
 	}
@@ -142,22 +126,41 @@ func newMemberPromoteCommand(g *globalOptions) *cobra.Command {
 		Use:     "promote <memberID>",
 		Short:   "Promotes a non-voting learner member to a voting one in the cluster.",
 		Example: "  cairn member promote 8e9e05c52164694d",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := memberIDArg(args)
-			if err != nil {
-				return err
-			}
-			return g.withClient(cmd, func(c *client.Client) error {
-				ctx, cancel := g.commandContext(cmd)
-				defer cancel()
-				resp, err := c.Cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
-				if err != nil {
-					return err
-				}
-				return g.printer(cmd).print(&memberChangeResult{id: id, verb: "promoted in", header: resp.GetHeader(), members: resp.GetMembers(), resp: resp})
-			})
-		},
+		RunE: runMemberIDCommand(g, "promoted in", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error) {
+			return cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+		}),
 	}
+}
+
+// runMemberIDCommand is the RunE of a member command whose one argument is
+// the member ID (remove, promote): see changeMember.
+func runMemberIDCommand(g *globalOptions, verb string,
+	send func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		id, err := memberIDArg(args)
+		if err != nil {
+			return err
+		}
+		return changeMember(cmd, g, id, verb, func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error) {
+			return send(ctx, cluster, id)
+		})
+	}
+}
+
+// changeMember sends the request of member remove, update or promote for
+// member id, once its arguments are checked, and prints the outcome:
+// "Member <id> <verb> cluster <cluster ID>", or the members after it.
+func changeMember(cmd *cobra.Command, g *globalOptions, id uint64, verb string,
+	send func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error)) error {
+	return g.withClient(cmd, func(c *client.Client) error {
+		ctx, cancel := g.commandContext(cmd)
+		defer cancel()
+		resp, err := send(ctx, c.Cluster)
+		if err != nil {
+			return err
+		}
+		return g.printer(cmd).print(&memberChangeResult{id: id, verb: verb, resp: resp})
+	})
 }
 
 func newMemberListCommand(g *globalOptions) *cobra.Command {
@@ -199,11 +202,16 @@ type (
 	}
 	// memberChangeResult is the outcome of member remove, update or promote.
 	memberChangeResult struct {
-		id      uint64
-		verb    string // "removed from", "updated in", "promoted in"
-		header  *pb.ResponseHeader
-		members []*pb.Member
-		resp    proto.Message // the response, for json and protobuf
+		id   uint64
+		verb string // "removed from", "updated in", "promoted in"
+		resp memberChangeResponse
+	}
+	// memberChangeResponse is the response of member remove, update or
+	// promote: the members after the change.
+	memberChangeResponse interface {
+		proto.Message
+		GetHeader() *pb.ResponseHeader
+		GetMembers() []*pb.Member
 	}
 	memberListResult struct{ resp *pb.MemberListResponse }
 )

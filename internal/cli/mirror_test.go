@@ -10,40 +10,14 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
-
-// keyValues lists the keys and values of a cluster, "key=value".
-func keyValues(t *testing.T, c *client.Client) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kvs []string
-	for _, kv := range resp.Kvs {
-		kvs = append(kvs, fmt.Sprintf("%s=%s", kv.Key, kv.Value))
-	}
-	return kvs
-}
 
 func TestMakeMirror(t *testing.T) {
 	cairn := cairnBinary(t)
 	source := clienttest.StartCluster(t, clienttest.Options{})
 	dest := clienttest.StartCluster(t, clienttest.Options{})
-	src, err := client.New(client.Config{Endpoints: source.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := client.New(client.Config{Endpoints: dest.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	src, dst := clusterClient(t, source), clusterClient(t, dest)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	put := func(k, v string) int64 {
@@ -67,7 +41,7 @@ func TestMakeMirror(t *testing.T) {
 		}
 	}
 	put("/other", "not mirrored")
-	endpoints := "--endpoints=" + strings.Join(source.Endpoints(), ",")
+	endpoints := endpointsFlag(source)
 	destination := dest.Endpoints()[0]
 
 	waitFor := func(what string, want []string) {

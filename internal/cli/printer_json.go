@@ -194,7 +194,7 @@ func (r *memberChangeResult) jsonValue(p *printer) any {
 	if !p.hex {
 		return r.resp
 	}
-	return newHexMembersJSON(r.header, r.members)
+	return newHexMembersJSON(r.resp.GetHeader(), r.resp.GetMembers())
 }
 
 func (r *memberListResult) jsonValue(p *printer) any {

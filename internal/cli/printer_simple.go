@@ -127,7 +127,7 @@ func (r *memberAddResult) printSimple(p *printer) {
 }
 
 func (r *memberChangeResult) printSimple(p *printer) {
-	p.linef("Member %16x %s cluster %16x", r.id, r.verb, r.header.GetClusterId())
+	p.linef("Member %16x %s cluster %16x", r.id, r.verb, r.resp.GetHeader().GetClusterId())
 }
 
 // memberStatus is "started" for a member that has joined, "unstarted" for

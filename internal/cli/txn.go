@@ -223,6 +223,13 @@ func parseCompare(line string) (*pb.Compare, error) {
 	return cmp, nil
 }
 
+// txnRequestOptions are the flags of a command that a transaction's request
+// lines may hold (get, put, del), which then build that request.
+type txnRequestOptions interface {
+	addFlags(f *pflag.FlagSet)
+	requestOp(args []string) (*pb.RequestOp, error)
+}
+
 // parseRequestOp parses one request of a transaction: a get, put or del
 // command line with the flags of those commands.
 func parseRequestOp(line string) (*pb.RequestOp, error) {
@@ -231,44 +238,24 @@ func parseRequestOp(line string) (*pb.RequestOp, error) {
 		return nil, invalidInput(fmt.Errorf("invalid txn compare request: %s", line))
 	}
 	invalid := invalidInput(fmt.Errorf("invalid txn request: %s", line))
-	flags := pflag.NewFlagSet(args[0], pflag.ContinueOnError)
-	flags.SetOutput(io.Discard)
+	var o txnRequestOptions
 	switch args[0] {
 	case "get":
-		var o getOptions
-		o.addFlags(flags)
-		if flags.Parse(args[1:]) != nil {
-			return nil, invalid
-		}
-		req, err := o.request(flags.Args())
-		if err != nil {
-			return nil, err
-		}
-		return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: req}}, nil
+		o = &getOptions{}
 	case "put":
-		var o putOptions
-		o.addFlags(flags)
-		if flags.Parse(args[1:]) != nil {
-			return nil, invalid
-		}
-		req, err := o.request(flags.Args(), strings.NewReader(""))
-		if err != nil {
-			return nil, err
-		}
-		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: req}}, nil
+		o = &putOptions{}
 	case "del", "delete":
-		var o delOptions
-		o.addFlags(flags)
-		if flags.Parse(args[1:]) != nil {
-			return nil, invalid
-		}
-		req, err := o.request(flags.Args())
-		if err != nil {
-			return nil, err
-		}
-		return &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: req}}, nil
+		o = &delOptions{}
+	default:
+		return nil, invalid
 	}
-	return nil, invalid
+	flags := pflag.NewFlagSet(args[0], pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	o.addFlags(flags)
+	if flags.Parse(args[1:]) != nil {
+		return nil, invalid
+	}
+	return o.requestOp(flags.Args())
 }
 
 // splitArgs splits a request line into arguments: words separated by

@@ -110,9 +110,9 @@ func prefixRangeEnd(prefix string) []byte {
 
 // claim creates key with value on the session's lease unless the session
 // already owns it, in one transaction that also reads the first key of
-// prefix. It returns the create revision of key, the current owner (kv of
-// the first key; nil if none) and the response header.
-func (s *Session) claim(ctx context.Context, prefix, key, value string) (created int64, existing *mvccpb.KeyValue, owner *mvccpb.KeyValue, hdr *pb.ResponseHeader, err error) {
+// prefix. It returns the create revision of key, its kv if it existed, and
+// the current owner (kv of the first key; nil if none).
+func (s *Session) claim(ctx context.Context, prefix, key, value string) (created int64, existing *mvccpb.KeyValue, owner *mvccpb.KeyValue, err error) {
 	getOwner := &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: firstCreated(prefix)}}
 	resp, err := s.c.KV.Txn(ctx, &pb.TxnRequest{
 		Compare: []*pb.Compare{{Key: []byte(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
@@ -127,14 +127,13 @@ func (s *Session) claim(ctx context.Context, prefix, key, value string) (created
 		},
 	})
 	if err != nil {
-		return 0, nil, nil, nil, err
+		return 0, nil, nil, err
 	}
-	hdr = resp.GetHeader()
-	created = hdr.GetRevision()
+	created = resp.GetHeader().GetRevision()
 	if !resp.GetSucceeded() {
 		kvs := resp.GetResponses()[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
-			return 0, nil, nil, nil, fmt.Errorf("key %q vanished while being claimed", key)
+			return 0, nil, nil, fmt.Errorf("key %q vanished while being claimed", key)
 		}
 		existing = kvs[0]
 		created = existing.GetCreateRevision()
@@ -142,24 +141,23 @@ func (s *Session) claim(ctx context.Context, prefix, key, value string) (created
 	if kvs := resp.GetResponses()[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
 		owner = kvs[0]
 	}
-	return created, existing, owner, hdr, nil
+	return created, existing, owner, nil
 }
 
 // waitPredecessors waits until no key of prefix created at or before
 // maxCreate is left: each time for the deletion of the latest of them.
-// It returns the header of the last read.
-func (c *Client) waitPredecessors(ctx context.Context, prefix string, maxCreate int64) (*pb.ResponseHeader, error) {
+func (c *Client) waitPredecessors(ctx context.Context, prefix string, maxCreate int64) error {
 	for {
 		resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte(prefix), RangeEnd: prefixRangeEnd(prefix), Limit: 1,
 			MaxCreateRevision: maxCreate, SortOrder: pb.RangeRequest_DESCEND, SortTarget: pb.RangeRequest_CREATE})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(resp.GetKvs()) == 0 {
-			return resp.GetHeader(), nil
+			return nil
 		}
 		if err := c.waitDeleted(ctx, resp.GetKvs()[0].GetKey(), resp.GetHeader().GetRevision()); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -187,15 +185,15 @@ func (c *Client) waitDeleted(ctx context.Context, key []byte, rev int64) error {
 }
 
 // stillOwned checks after a wait that the session's key survived it.
-func (s *Session) stillOwned(ctx context.Context, key string) (*pb.ResponseHeader, error) {
+func (s *Session) stillOwned(ctx context.Context, key string) error {
 	resp, err := s.c.KV.Range(ctx, &pb.RangeRequest{Key: []byte(key), CountOnly: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.GetCount() == 0 {
-		return nil, ErrSessionExpired
+		return ErrSessionExpired
 	}
-	return resp.GetHeader(), nil
+	return nil
 }
 
 // release deletes key with a context of its own: used when giving up a
@@ -206,43 +204,54 @@ func (s *Session) release(key string) {
 	_, _ = s.c.KV.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte(key)})
 }
 
-// Mutex is a distributed lock named by a key prefix.
-type Mutex struct {
+// contender is a session's claim under the prefix of a lock or an
+// election.
+type contender struct {
 	s      *Session
 	prefix string
-	key    string
-	rev    int64
-	hdr    *pb.ResponseHeader
+	key    string // the session's key under prefix
+	rev    int64  // its create revision
 }
+
+func newContender(s *Session, name string) contender {
+	return contender{s: s, prefix: withSlash(name)}
+}
+
+// waitEarlier waits until no key of the prefix created before the
+// contender's is left. The claim is withdrawn if the wait fails.
+func (c *contender) waitEarlier(ctx context.Context) error {
+	if err := c.s.c.waitPredecessors(ctx, c.prefix, c.rev-1); err != nil {
+		c.s.release(c.key)
+		return err
+	}
+	return nil
+}
+
+// Mutex is a distributed lock named by a key prefix.
+type Mutex struct{ contender }
 
 // NewMutex returns the lock called name for session s; its contenders'
 // keys are under name + "/".
 func NewMutex(s *Session, name string) *Mutex {
-	return &Mutex{s: s, prefix: withSlash(name)}
+	return &Mutex{newContender(s, name)}
 }
 
 // Lock waits until the session holds the lock, or ctx ends (the claim is
 // then withdrawn), or the session ends (ErrSessionExpired).
 func (m *Mutex) Lock(ctx context.Context) error {
 	m.key = contenderKey(m.prefix, m.s.Lease())
-	rev, _, owner, hdr, err := m.s.claim(ctx, m.prefix, m.key, "")
+	rev, _, owner, err := m.s.claim(ctx, m.prefix, m.key, "")
 	if err != nil {
 		return err
 	}
-	m.rev, m.hdr = rev, hdr
+	m.rev = rev
 	if owner == nil || owner.GetCreateRevision() == rev {
 		return nil
 	}
-	if _, err := m.s.c.waitPredecessors(ctx, m.prefix, rev-1); err != nil {
-		m.s.release(m.key)
+	if err := m.waitEarlier(ctx); err != nil {
 		return err
 	}
-	hdr, err = m.s.stillOwned(ctx, m.key)
-	if err != nil {
-		return err
-	}
-	m.hdr = hdr
-	return nil
+	return m.s.stillOwned(ctx, m.key)
 }
 
 // Unlock releases the lock.
@@ -257,30 +266,25 @@ func (m *Mutex) Key() string { return m.key }
 // Revision is the create revision of the lock's key.
 func (m *Mutex) Revision() int64 { return m.rev }
 
-// Election is a leader election named by a key prefix.
-type Election struct {
-	s      *Session
-	prefix string
-	key    string
-	rev    int64
-	hdr    *pb.ResponseHeader
-}
+// Election is a leader election named by a key prefix. Its key is empty
+// while the session is not a candidate.
+type Election struct{ contender }
 
 // NewElection returns the election called name for session s; its
 // candidates' keys are under name + "/".
 func NewElection(s *Session, name string) *Election {
-	return &Election{s: s, prefix: withSlash(name)}
+	return &Election{newContender(s, name)}
 }
 
 // Campaign waits until the session leads the election with value, or ctx
 // ends (the candidacy is then withdrawn), or the session ends.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	key := contenderKey(e.prefix, e.s.Lease())
-	rev, existing, _, hdr, err := e.s.claim(ctx, e.prefix, key, value)
+	rev, existing, _, err := e.s.claim(ctx, e.prefix, key, value)
 	if err != nil {
 		return err
 	}
-	e.key, e.rev, e.hdr = key, rev, hdr
+	e.key, e.rev = key, rev
 	if existing != nil && string(existing.GetValue()) != value {
 		if err := e.Proclaim(ctx, value); err != nil {
 			e.s.release(key)
@@ -288,17 +292,11 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 			return err
 		}
 	}
-	if _, err := e.s.c.waitPredecessors(ctx, e.prefix, rev-1); err != nil {
-		e.s.release(key)
+	if err := e.waitEarlier(ctx); err != nil {
 		e.key = ""
 		return err
 	}
-	hdr, err = e.s.stillOwned(ctx, key)
-	if err != nil {
-		return err
-	}
-	e.hdr = hdr
-	return nil
+	return e.s.stillOwned(ctx, key)
 }
 
 // Proclaim changes the leader's value without a new election.
@@ -306,12 +304,8 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if e.key == "" {
 		return ErrNotLeader
 	}
-	resp, err := e.s.c.KV.Txn(ctx, &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{
-			RequestPut: &pb.PutRequest{Key: []byte(e.key), Value: []byte(value), Lease: e.s.Lease()}}}},
-	})
+	resp, err := e.ifStillCandidate(ctx, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{
+		RequestPut: &pb.PutRequest{Key: []byte(e.key), Value: []byte(value), Lease: e.s.Lease()}}})
 	if err != nil {
 		return err
 	}
@@ -319,7 +313,6 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 		e.key = ""
 		return ErrNotLeader
 	}
-	e.hdr = resp.GetHeader()
 	return nil
 }
 
@@ -329,16 +322,23 @@ func (e *Election) Resign(ctx context.Context) error {
 	if e.key == "" {
 		return nil
 	}
-	_, err := e.s.c.KV.Txn(ctx, &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{
-			RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(e.key)}}}},
-	})
+	_, err := e.ifStillCandidate(ctx, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{
+		RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(e.key)}}})
 	if err == nil {
 		e.key = ""
 	}
 	return err
+}
+
+// ifStillCandidate runs op in a transaction if the session's key is still
+// the one its candidacy created (same create revision), not one deleted
+// since and created again.
+func (e *Election) ifStillCandidate(ctx context.Context, op *pb.RequestOp) (*pb.TxnResponse, error) {
+	return e.s.c.KV.Txn(ctx, &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte(e.key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
+			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: e.rev}}},
+		Success: []*pb.RequestOp{op},
+	})
 }
 
 // Key is the key of the session's candidacy: name/<lease ID in hexadecimal>.
