@@ -63,6 +63,7 @@ type member struct {
 type clusterOptions struct {
 	snapshotCount  int
 	catchUpEntries int
+	extraArgs      func(name string) []string // more flags for the member of that name
 }
 
 // newCluster starts n members and waits until they have a leader.
@@ -94,6 +95,9 @@ func (m *member) flags(initialCluster, state string, opts clusterOptions) []stri
 	}
 	if opts.catchUpEntries > 0 {
 		args = append(args, "--snapshot-catchup-entries", fmt.Sprint(opts.catchUpEntries))
+	}
+	if opts.extraArgs != nil {
+		args = append(args, opts.extraArgs(m.name)...)
 	}
 	return args
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// SnapshotCatchUpEntries is how many entries a snapshot leaves in the
 	// log for slow followers.
 	SnapshotCatchUpEntries uint64
+	// AuthToken is the token type and its options (etcd's --auth-token):
+	// "simple" (the default) or "jwt,pub-key=...,priv-key=...,sign-method=...".
+	AuthToken string
 	// AuthTokenTTL is how long a simple auth token lives without use
 	// (etcd's --auth-token-ttl); 0 means 300s. (auth: added)
 	AuthTokenTTL time.Duration
@@ -51,6 +54,7 @@ const (
 	DefaultMaxRequestBytes   = 1536 * 1024
 	DefaultMaxTxnOps         = 128
 	DefaultCatchUpEntries    = 5000
+	DefaultAuthToken         = "simple"
 	MaxQuotaBackendBytes     = 8 << 30
 )
 
@@ -107,6 +111,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SnapshotCatchUpEntries == 0 {
 		c.SnapshotCatchUpEntries = DefaultCatchUpEntries
+	}
+	if c.AuthToken == "" {
+		c.AuthToken = DefaultAuthToken
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

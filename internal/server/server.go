@@ -90,6 +90,10 @@ func Start(cfg Config) (*Server, error) {
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
 		stopc: make(chan struct{}), errc: make(chan error, 1),
 	}
+	tokens, err := auth.NewTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-token: %w", err)
+	}
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -104,7 +108,7 @@ func Start(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	if err := s.openAuth(st); err != nil { // auth: added
+	if err := s.openAuth(st, tokens); err != nil { // auth: added
 		st.Close()
 		return nil, err
 	}
