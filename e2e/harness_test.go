@@ -67,6 +67,7 @@ type member struct {
 type clusterOptions struct {
 	snapshotCount  int
 	catchUpEntries int
+	extraArgs      func(name string) []string // more flags for the member of that name
 	// certs, when set, make every URL https, with client and peer
 	// certificates required (--client-cert-auth, --peer-client-cert-auth).
 	certs *tlstest.Certificates
@@ -117,7 +118,8 @@ func (m *member) flags(initialCluster, state string, opts clusterOptions) []stri
 		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
 		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl,
 		"--initial-cluster", initialCluster, "--initial-cluster-state", state,
-		"--heartbeat-interval", "50", "--election-timeout", "500", "--log-format", "text"}
+		"--heartbeat-interval", "50", "--election-timeout", "500", "--log-format", "text",
+		"--bcrypt-cost", "4"} // test passwords need no strength; the default cost is slow
 	if opts.snapshotCount > 0 {
 		args = append(args, "--snapshot-count", fmt.Sprint(opts.snapshotCount))
 	}
@@ -130,6 +132,9 @@ func (m *member) flags(initialCluster, state string, opts clusterOptions) []stri
 	}
 	if opts.autoTLS {
 		args = append(args, "--auto-tls", "--peer-auto-tls")
+	}
+	if opts.extraArgs != nil {
+		args = append(args, opts.extraArgs(m.name)...)
 	}
 	return args
 }

@@ -88,7 +88,8 @@ func ruleOf(method string, req any) rule {
 }
 
 // tokenOf returns the token a call carries: in the "token" metadata, or
-// "authorization" (the JSON gateway's Authorization header).
+// "authorization" (the JSON gateway's Authorization header); etcd drops a
+// leading "Bearer " from either.
 func tokenOf(ctx context.Context) string {
 	md, ok := metadata.FromIncomingContext(ctx)
 	if !ok {
@@ -96,7 +97,7 @@ func tokenOf(ctx context.Context) string {
 	}
 	for _, k := range []string{rpctypes.TokenFieldNameGRPC, rpctypes.TokenFieldNameSwagger} {
 		if v := md.Get(k); len(v) > 0 && v[0] != "" {
-			return v[0]
+			return strings.TrimPrefix(v[0], "Bearer ")
 		}
 	}
 	return ""

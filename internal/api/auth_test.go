@@ -89,6 +89,18 @@ func (m *member) tlsClient(tlsConfig *tls.Config, user, password string) *client
 	return cli
 }
 
+// conn returns a plain gRPC connection to the member, closed with the
+// test, for calls with no client to log in behind the test's back.
+func (m *member) conn() *grpc.ClientConn {
+	m.t.Helper()
+	conn, err := grpc.NewClient(m.curl[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // setUpAuth creates root and alice (role reader: read /app/ prefix, write
 // /app/rw) and enables authentication, as a client with no user.
 func setUpAuth(t *testing.T, ctx context.Context, cli *clientv3.Client) {
@@ -195,6 +207,16 @@ func rawRange(ctx context.Context, conn *grpc.ClientConn, token, key string) err
 	return err
 }
 
+// authenticate logs in over plain gRPC and returns the token.
+func authenticate(t *testing.T, ctx context.Context, conn *grpc.ClientConn, user, password string) string {
+	t.Helper()
+	r, err := pb.NewAuthClient(conn).Authenticate(ctx, &pb.AuthenticateRequest{Name: user, Password: password})
+	if err != nil {
+		t.Fatalf("login %s: %v", user, err)
+	}
+	return r.Token
+}
+
 func TestAuthTokensExpireAndEnd(t *testing.T) {
 	// A TTL long enough that a slow machine still uses a fresh token in
 	// time, short enough to wait out.
@@ -203,18 +225,8 @@ func TestAuthTokensExpireAndEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))
-	conn, err := grpc.NewClient(m.curl[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	login := func(user, pw string) string {
-		r, err := pb.NewAuthClient(conn).Authenticate(ctx, &pb.AuthenticateRequest{Name: user, Password: pw})
-		if err != nil {
-			t.Fatalf("login %s: %v", user, err)
-		}
-		return r.Token
-	}
+	conn := m.conn()
+	login := func(user, pw string) string { return authenticate(t, ctx, conn, user, pw) }
 	if err := rawRange(ctx, conn, "nosuchtokenxxxxx.1", "/app/x"); !errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken) {
 		t.Errorf("a made-up token: %v", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // The auth transcript is a fixed script of raw gRPC calls, made as several
@@ -577,7 +579,7 @@ func diffLines(want, got []string) string {
 // TestAuthMatchesEtcd runs the auth transcript against real etcd 3.7.3 and
 // against a cairn member, and wants the same lines.
 func TestAuthMatchesEtcd(t *testing.T) {
-	want := newTranscript(t, startReferenceEtcd(t)).runAuthScript()
+	want := newTranscript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t))).runAuthScript()
 	curl, _, _ := startMember(t, server.Config{})
 	got := newTranscript(t, curl).runAuthScript()
 	if !slices.Equal(want, got) {

@@ -38,12 +38,19 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeRe
 			return nil, toGRPC(err)
 		}
 	}
-	// auth: read permission on the range, as of the state now applied.
-	if err := k.a.s.AuthStore().IsRangePermitted(callerInfo(ctx), req.Key, req.RangeEnd); err != nil {
+	// auth: read permission on the range, as of the state now applied;
+	// and, as etcd, no answer if the auth state is not the one the
+	// caller's token was checked at (moved during the read, or a JWT
+	// issued at another revision).
+	info := callerInfo(ctx)
+	if err := k.a.s.AuthStore().IsRangePermitted(info, req.Key, req.RangeEnd); err != nil {
 		return nil, toGRPC(err)
 	}
 	resp, err := k.a.s.Store().Range(req)
 	if err != nil {
+		return nil, toGRPC(err)
+	}
+	if err := k.a.s.AuthStore().CheckSameRevision(info); err != nil {
 		return nil, toGRPC(err)
 	}
 	k.a.fillHeader(&resp.Header)

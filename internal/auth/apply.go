@@ -96,7 +96,11 @@ func (s *Store) authenticate(r *pb.InternalAuthenticateRequest, index uint64) (*
 	if s.st.users[r.Name] == nil {
 		return nil, ErrAuthFailed
 	}
-	return &pb.AuthenticateResponse{Token: s.tokens.assign(r.SimpleToken, index, r.Name)}, nil
+	token, err := s.tokens.assign(r.SimpleToken, index, r.Name, s.st.revision)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AuthenticateResponse{Token: token}, nil
 }
 
 // enable turns authentication on; the root user must exist with the root

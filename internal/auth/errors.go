@@ -24,3 +24,16 @@ var (
 	ErrInvalidAuthToken     = errors.New("auth: invalid auth token")
 	ErrInvalidAuthMgmt      = errors.New("auth: invalid auth management")
 )
+
+// Errors of the --auth-token option and of JWT signing, with etcd's texts;
+// ErrKeyMismatch is a check etcd does not make (it starts with a pair whose
+// tokens it then refuses).
+var (
+	ErrInvalidAuthOpts   = errors.New("auth: invalid auth options")
+	ErrInvalidAuthMethod = errors.New("auth: invalid auth signature method")
+	ErrMissingKey        = errors.New("auth: missing key data")
+	ErrVerifyOnly        = errors.New("auth: token signing attempted with verify-only key")
+	ErrKeyMustBePEM      = errors.New("invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key")
+	ErrKeyInvalid        = errors.New("key is invalid")
+	ErrKeyMismatch       = errors.New("pub-key is not the public key of priv-key")
+)

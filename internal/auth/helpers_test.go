@@ -55,19 +55,26 @@ func (c *fakeClock) Now() time.Time { return c.now }
 // fastHasher keeps unit tests quick; the real hasher has its own tests.
 var fastHasher = BcryptHasher{Cost: bcrypt.MinCost}
 
-// testStore is a store on an initialised memDB.
+// testStore is a store with simple tokens on an initialised memDB.
 func testStore(t *testing.T) (*Store, memDB, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	s, db := testStoreWith(t, newSimpleTokens(time.Minute, clock.Now))
+	return s, db, clock
+}
+
+// testStoreWith is a store with the given tokens on an initialised memDB.
+func testStoreWith(t *testing.T, tokens TokenProvider) (*Store, memDB) {
 	t.Helper()
 	db := memDB{}
 	if err := Init(db, db); err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	s := New(Config{Hasher: fastHasher, TokenTTL: time.Minute, Now: clock.Now})
+	s := New(Config{Hasher: fastHasher, Tokens: tokens})
 	if err := s.Load(db); err != nil {
 		t.Fatal(err)
 	}
-	return s, db, clock
+	return s, db
 }
 
 // apply applies req as info at index and fails the test on an error.

@@ -21,11 +21,9 @@ const (
 type Config struct {
 	// Hasher hashes and checks passwords; nil means DefaultHasher.
 	Hasher Hasher
-	// TokenTTL is how long a simple token lives without use; 0 means
-	// DefaultTokenTTL.
-	TokenTTL time.Duration
-	// Now is the clock of token expiry; nil means time.Now.
-	Now    func() time.Time
+	// Tokens issues and resolves tokens; nil means simple tokens that live
+	// DefaultTokenTTL without use.
+	Tokens TokenProvider
 	Logger *slog.Logger
 }
 
@@ -33,7 +31,7 @@ type Config struct {
 // loop only; every other method may be called concurrently.
 type Store struct {
 	hasher Hasher
-	tokens *simpleTokens
+	tokens TokenProvider
 	log    *slog.Logger
 
 	mu    sync.RWMutex
@@ -47,17 +45,14 @@ func New(cfg Config) *Store {
 	if cfg.Hasher == nil {
 		cfg.Hasher = DefaultHasher
 	}
-	if cfg.TokenTTL <= 0 {
-		cfg.TokenTTL = DefaultTokenTTL
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Tokens == nil {
+		cfg.Tokens = newSimpleTokens(DefaultTokenTTL, time.Now)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Store{
-		hasher: cfg.Hasher, tokens: newSimpleTokens(cfg.TokenTTL, cfg.Now), log: cfg.Logger,
+		hasher: cfg.Hasher, tokens: cfg.Tokens, log: cfg.Logger,
 		st: &state{users: map[string]*authpb.User{}, roles: map[string]*authpb.Role{}}, perms: map[string]*userPerms{},
 	}
 }
@@ -107,26 +102,39 @@ func (s *Store) Revision() uint64 {
 // Hasher returns the store's password hasher.
 func (s *Store) Hasher() Hasher { return s.hasher }
 
-// TokenInfo returns who a token stands for, at the current revision. With
-// authentication disabled it returns false: tokens mean nothing then.
+// TokenInfo returns who a token stands for and the auth revision to check
+// the request against: the current one for a simple token, the one a JWT
+// was issued at. With authentication disabled it returns false: tokens
+// mean nothing then.
 func (s *Store) TokenInfo(token string) (Info, bool) {
 	s.mu.RLock()
-	enabled, rev := s.st.enabled, s.st.revision
-	s.mu.RUnlock()
-	if !enabled {
+	defer s.mu.RUnlock()
+	if !s.st.enabled {
 		return Info{}, false
 	}
-	user, ok := s.tokens.user(token)
-	if !ok {
-		return Info{}, false
-	}
+	return s.tokens.info(token, s.st)
+}
+
+// SignsTokens reports whether this member issues tokens by itself (JWTs):
+// Authenticate then signs one with SignToken instead of proposing it.
+func (s *Store) SignsTokens() bool { return s.tokens.signed() }
+
+// SignToken issues a JWT of user, whose password was checked at auth
+// revision rev.
+func (s *Store) SignToken(user string, rev uint64) (string, error) {
+	return s.tokens.assign("", 0, user, rev)
+}
+
+// CheckSameRevision refuses, with ErrAuthOldRevision, a read made as info
+// once the auth state has changed from the revision info was checked at,
+// as etcd refuses a serialized read whose auth state moved under it.
+func (s *Store) CheckSameRevision(info Info) error {
 	s.mu.RLock()
-	_, exists := s.st.users[user]
-	s.mu.RUnlock()
-	if !exists {
-		return Info{}, false
+	defer s.mu.RUnlock()
+	if !s.st.enabled || info.Revision == 0 || info.Revision == s.st.revision {
+		return nil
 	}
-	return Info{Username: user, Revision: rev}, true
+	return ErrAuthOldRevision
 }
 
 // RootInfo is the identity the member itself uses for its own requests

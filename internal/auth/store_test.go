@@ -146,6 +146,14 @@ func TestRevisionsFollowEtcd(t *testing.T) {
 func enabledStore(t *testing.T) (*Store, memDB, *fakeClock) {
 	t.Helper()
 	s, db, clock := testStore(t)
+	enableAuth(t, s, db)
+	return s, db, clock
+}
+
+// enableAuth adds root, alice (role reader: read-write /app/) and svc (no
+// password), and turns auth on.
+func enableAuth(t *testing.T, s *Store, db memDB) {
+	t.Helper()
 	for _, req := range []*pb.InternalRaftRequest{
 		{AuthUserAdd: &pb.AuthUserAddRequest{Name: "root", Password: "rootpw"}},
 		{AuthUserGrantRole: &pb.AuthUserGrantRoleRequest{User: "root", Role: "root"}},
@@ -158,7 +166,6 @@ func enabledStore(t *testing.T) (*Store, memDB, *fakeClock) {
 	} {
 		apply(t, s, db, Info{}, req)
 	}
-	return s, db, clock
 }
 
 func TestPermissionChecks(t *testing.T) {

@@ -63,6 +63,7 @@ default.cairn, like a bare etcd.`,
 	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
+	f.String("auth-token", server.DefaultAuthToken, "specify a v3 authentication token type and its options ('simple' or 'jwt,pub-key=PATH,priv-key=PATH,sign-method=ALG[,ttl=DURATION]')")
 	f.Uint("auth-token-ttl", 300, "the lifetime in seconds of the auth token")
 	f.Int("bcrypt-cost", auth.DefaultBcryptCost, "specify bcrypt algorithm cost factor for auth password hashing (4 to 31)")
 	f.String("cert-file", "", "path to the client server TLS cert file (for https client URLs)")
@@ -122,6 +123,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		MaxTxnOps:                int(v.GetUint("max-txn-ops")),
 		AutoCompactionMode:       v.GetString("auto-compaction-mode"),
 		AutoCompactionRetention:  v.GetString("auto-compaction-retention"),
+		AuthToken:                v.GetString("auth-token"),
 		AuthTokenTTL:             time.Duration(v.GetUint("auth-token-ttl")) * time.Second,
 		BcryptCost:               v.GetInt("bcrypt-cost"),
 		ClientTLS: servertls.Files{

@@ -21,10 +21,11 @@ import (
 // because the auth revision moved while its token was being proposed.
 const authMaxRetries = 5
 
-// openAuth builds the auth store of st: a new db gets etcd's initial auth
-// revision, then the store loads the auth buckets.
-func (s *Server) openAuth(st *store.Store) error {
-	s.auth = auth.New(auth.Config{TokenTTL: s.cfg.AuthTokenTTL, Hasher: s.passwordHasher(), Logger: s.log})
+// openAuth builds the auth store of st, with the token provider of
+// --auth-token: a new db gets etcd's initial auth revision, then the store
+// loads the auth buckets.
+func (s *Server) openAuth(st *store.Store, tokens auth.TokenProvider) error {
+	s.auth = auth.New(auth.Config{Tokens: tokens, Hasher: s.passwordHasher(), Logger: s.log})
 	w := st.Write()
 	err := auth.Init(writeTxReader{w.Backend()}, w.Backend())
 	if endErr := w.End(); err == nil {
@@ -73,13 +74,9 @@ func (s *Server) applyAuth(w *store.WriteTxn, req *pb.InternalRaftRequest, index
 
 // AuthInfoFromToken returns who a token stands for. A simple token names
 // the raft index it was assigned at; a member that has not applied it yet
-// first catches up with the leader.
+// first catches up with the leader. A JWT stands on its own.
 func (s *Server) AuthInfoFromToken(ctx context.Context, token string) (auth.Info, error) {
-	index, ok := auth.TokenIndex(token)
-	if !ok {
-		return auth.Info{}, auth.ErrInvalidAuthToken
-	}
-	if index > s.AppliedIndex() {
+	if index, ok := auth.TokenIndex(token); ok && index > s.AppliedIndex() {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
 			return auth.Info{}, err
 		}
@@ -92,11 +89,24 @@ func (s *Server) AuthInfoFromToken(ctx context.Context, token string) (auth.Info
 }
 
 // Authenticate checks a user's password on this member and, if it matches,
-// proposes a token for the user, which every member assigns when it applies
-// the proposal. The password never enters the log.
+// issues a token: a JWT this member signs, with the auth revision the
+// password was checked at, as etcd does without a log entry; or a simple
+// token, proposed so that every member assigns it when it applies the
+// proposal. The password never enters the log.
 func (s *Server) Authenticate(ctx context.Context, name, password string) (*pb.AuthenticateResponse, error) {
 	if err := s.LinearizableReadNotify(ctx); err != nil {
 		return nil, err
+	}
+	if s.auth.SignsTokens() {
+		rev, err := s.auth.CheckPassword(name, password)
+		if err != nil {
+			return nil, err
+		}
+		token, err := s.auth.SignToken(name, rev)
+		if err != nil {
+			return nil, err
+		}
+		return &pb.AuthenticateResponse{Token: token}, nil
 	}
 	for attempt := 0; ; attempt++ {
 		rev, err := s.auth.CheckPassword(name, password)

@@ -37,6 +37,9 @@ type Config struct {
 	// SnapshotCatchUpEntries is how many entries a snapshot leaves in the
 	// log for slow followers.
 	SnapshotCatchUpEntries uint64
+	// AuthToken is the token type and its options (etcd's --auth-token):
+	// "simple" (the default) or "jwt,pub-key=...,priv-key=...,sign-method=...".
+	AuthToken string
 	// AuthTokenTTL is how long a simple auth token lives without use
 	// (etcd's --auth-token-ttl); 0 means 300s. (auth: added)
 	AuthTokenTTL time.Duration
@@ -62,6 +65,7 @@ const (
 	DefaultMaxRequestBytes   = 1536 * 1024
 	DefaultMaxTxnOps         = 128
 	DefaultCatchUpEntries    = 5000
+	DefaultAuthToken         = "simple"
 	MaxQuotaBackendBytes     = 8 << 30
 )
 
@@ -122,6 +126,9 @@ func (c Config) WithDefaults() Config {
 	c.ClientTLS.Prefix, c.PeerTLS.Prefix = "", "peer-"
 	if c.TLS.Min == "" {
 		c.TLS.Min = servertls.DefaultMinVersion
+	}
+	if c.AuthToken == "" {
+		c.AuthToken = DefaultAuthToken
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -95,7 +95,10 @@ func Start(cfg Config) (*Server, error) {
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
 		stopc: make(chan struct{}), errc: make(chan error, 1),
 	}
-	var err error
+	tokens, err := auth.NewTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-token: %w", err)
+	}
 	if s.tls, err = s.setUpTLS(); err != nil {
 		return nil, err
 	}
@@ -114,7 +117,7 @@ func Start(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	if err := s.openAuth(st); err != nil { // auth: added
+	if err := s.openAuth(st, tokens); err != nil { // auth: added
 		st.Close()
 		return nil, err
 	}

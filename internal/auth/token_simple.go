@@ -72,16 +72,30 @@ func newSimpleTokens(ttl time.Duration, now func() time.Time) *simpleTokens {
 	return &simpleTokens{ttl: ttl, now: now, tokens: map[string]*simpleToken{}, lastSweep: now()}
 }
 
-// assign makes "<prefix>.<index>" a token of user and returns it.
-func (t *simpleTokens) assign(prefix string, index uint64, user string) string {
+// assign makes "<prefix>.<index>" a token of user and returns it; the
+// token stands for the auth revision current when it is used.
+func (t *simpleTokens) assign(prefix string, index uint64, user string, _ uint64) (string, error) {
 	token := prefix + "." + strconv.FormatUint(index, 10)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	t.sweepLocked(now)
 	t.tokens[token] = &simpleToken{user: user, deadline: now.Add(t.ttl)}
-	return token
+	return token, nil
 }
+
+// info returns the user of a live token, if the user still exists, at the
+// current auth revision, and extends the token's life.
+func (t *simpleTokens) info(token string, st *state) (Info, bool) {
+	user, ok := t.user(token)
+	if !ok || st.users[user] == nil {
+		return Info{}, false
+	}
+	return Info{Username: user, Revision: st.revision}, true
+}
+
+// signed is false: simple tokens are assigned through the log.
+func (t *simpleTokens) signed() bool { return false }
 
 // user returns the user of a live token and extends its life.
 func (t *simpleTokens) user(token string) (string, bool) {

@@ -1,4 +1,4 @@
-package api
+package etcdref
 
 import (
 	"net/http"
@@ -7,19 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
-// startReferenceEtcd starts a fresh single-member etcd 3.7.3, stopped at the
-// end of the test, and returns its client URL; it skips the test when the
-// reference binaries cannot be had.
-func startReferenceEtcd(t *testing.T, args ...string) string {
+// Start runs a fresh single-member reference etcd on the given client and
+// peer URLs with more flags, killed at the end of the test, and returns
+// curl once it is healthy; it skips the test when the reference binaries
+// cannot be had.
+func Start(t testing.TB, curl, purl string, args ...string) string {
 	t.Helper()
-	bin := etcdref.Bin(t, "etcd")
-	curl := testnet.FreeURL(t)
-	purl := testnet.FreeURL(t)
+	bin := Bin(t, "etcd")
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"--name", "m1", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", curl, "--advertise-client-urls", curl,
@@ -32,7 +28,9 @@ func startReferenceEtcd(t *testing.T, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited; logf.Close() })
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get(curl + "/health")
@@ -42,9 +40,15 @@ func startReferenceEtcd(t *testing.T, args ...string) string {
 				return curl
 			}
 		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logf.Name())
+			t.Fatalf("reference etcd exited before it was healthy; log:\n%s", log)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("reference etcd did not become healthy; see %s", logf.Name())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling a condition, not waiting for time to pass
 	}
 }
