@@ -66,27 +66,28 @@ func TestForensicsDumpLogs64MBSegment(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/cairnkv/cairn/cmd/cairn").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	best := time.Duration(1 << 62)
-	for range 2 {
+	// Best of three runs, for time and for memory alike: a loaded machine
+	// only makes a run slower, or lets its heap overshoot while the
+	// collector waits for CPU; a tool that does not stream is big every time.
+	best, peak := time.Duration(1<<62), 1<<30
+	for range 3 {
+		cmd := exec.Command(bin, "dump-logs", data)
+		cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+		var trace bytes.Buffer
+		cmd.Stderr = &trace
 		start := time.Now()
-		if err := exec.Command(bin, "dump-logs", data).Run(); err != nil {
+		if err := cmd.Run(); err != nil {
 			t.Fatalf("dump-logs: %v", err)
 		}
 		best = min(best, time.Since(start))
-	}
-	cmd := exec.Command(bin, "dump-logs", data)
-	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
-	var trace bytes.Buffer
-	cmd.Stderr = &trace
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("dump-logs: %v", err)
-	}
-	peak := 0
-	for _, m := range heapSizes.FindAllStringSubmatch(trace.String(), -1) {
-		for _, n := range m[1:] {
-			v, _ := strconv.Atoi(n)
-			peak = max(peak, v)
+		runPeak := 0
+		for _, m := range heapSizes.FindAllStringSubmatch(trace.String(), -1) {
+			for _, n := range m[1:] {
+				v, _ := strconv.Atoi(n)
+				runPeak = max(runPeak, v)
+			}
 		}
+		peak = min(peak, runPeak)
 	}
 	walBytes := fileSize(filepath.Join(walDir(data), walfmt.SegmentName(0, 0)))
 	t.Logf("dump-logs of a %d-byte segment: %v, peak heap %d MB", walBytes, best, peak)
