@@ -282,7 +282,7 @@ func (s *Server) maybeSnapshot() error {
 	if err := s.st().Backend().ForceCommit(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s.members.list())
+	data, err := s.snapshotData()
 	if err != nil {
 		return err
 	}
