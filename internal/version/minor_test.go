@@ -45,3 +45,21 @@ func TestMinorForms(t *testing.T) {
 		t.Error("Less orders by major then minor")
 	}
 }
+
+// FuzzParseMinor: any string a client sends as a downgrade target parses
+// or fails without panicking, and what parses reads back the same from its
+// stored form.
+func FuzzParseMinor(f *testing.F) {
+	for _, s := range []string{"3.6", "3.6.0-rc.1+b", "3.6.", "3.-1", "3.6.0+a+b", "9223372036854775807.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseMinor(s)
+		if err != nil {
+			return
+		}
+		if back, err := ParseMinor(v.Full()); err != nil || back != v {
+			t.Errorf("ParseMinor(%q) = %v, whose form %q reads back as %v, %v", s, v, v.Full(), back, err)
+		}
+	})
+}
