@@ -65,25 +65,17 @@ func TestEtcdStartsOnCairnDataDir(t *testing.T) {
 		t.Fatalf("etcdutl hashkv on cairn's db: %v\n%s", err, out)
 	}
 
-	copyDir(t, m.dataDir, m.dataDir+"-etcd")
-	e := exec.Command(etcd, "--name", m.name, "--data-dir", m.dataDir+"-etcd",
-		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
-		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl, "--initial-cluster", m.name+"="+m.purl)
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "etcd.log"))
-	e.Stdout, e.Stderr = logf, logf
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { e.Process.Kill(); e.Wait(); logf.Close() }()
-	waitFor(t, 20*time.Second, "etcd healthy on cairn's data dir", func() bool {
-		resp, err := http.Get(m.curl + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	got, err := client(t, m).Get(ctx, "k", clientv3.WithPrefix())
+	startEtcdOnCopy(t, etcd, m)
+	checkServesSame(t, m, "k", want)
+}
+
+// checkServesSame reads the keys under prefix from m, now served by etcd,
+// and wants what cairn served: the same revision, cluster and keys.
+func checkServesSame(t *testing.T, m *member, prefix string, want *clientv3.GetResponse) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := client(t, m).Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +89,44 @@ func TestEtcdStartsOnCairnDataDir(t *testing.T) {
 			t.Errorf("key %d: etcd %v, cairn %v", i, got.Kvs[i], want.Kvs[i])
 		}
 	}
+}
+
+// startEtcdOnCopy starts the etcd binary on a copy of the stopped member
+// m's data dir, on m's addresses, until the test ends, and waits until it
+// is healthy.
+func startEtcdOnCopy(t *testing.T, etcd string, m *member) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "etcd-data")
+	copyDir(t, m.dataDir, dir)
+	e := exec.Command(etcd, "--name", m.name, "--data-dir", dir,
+		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
+		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl, "--initial-cluster", m.name+"="+m.purl)
+	logPath := filepath.Join(t.TempDir(), "etcd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stdout, e.Stderr = logf, logf
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { e.Wait(); logf.Close(); close(exited) }()
+	t.Cleanup(func() { e.Process.Kill(); <-exited })
+	waitFor(t, 20*time.Second, "etcd healthy on cairn's data dir", func() bool {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("%s exited on cairn's data dir; log:\n%s", etcd, log)
+		default:
+		}
+		resp, err := http.Get(m.curl + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // TestCairnStartsOnEtcdDataDir starts cairn serve on a copy of the data dir

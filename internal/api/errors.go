@@ -42,6 +42,11 @@ var grpcErrors = map[error]error{
 	server.ErrLearnerNotReady:     rpctypes.ErrGRPCNotSupportedForLearner,
 	server.ErrUnhealthy:           rpctypes.ErrGRPCUnhealthy,
 	server.ErrBadLeaderTransferee: rpctypes.ErrGRPCBadLeaderTransferee,
+
+	server.ErrWrongDowngradeVersionFormat:   rpctypes.ErrGRPCWrongDowngradeVersionFormat,
+	server.ErrInvalidDowngradeTargetVersion: rpctypes.ErrGRPCInvalidDowngradeTargetVersion,
+	server.ErrClusterVersionUnavailable:     rpctypes.ErrGRPCClusterVersionUnavailable,
+	server.ErrDowngradeInProcess:            rpctypes.ErrGRPCDowngradeInProcess,
 }
 
 // toGRPC returns the gRPC error a client expects for err.

@@ -33,6 +33,7 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/health", health)
 	mux.HandleFunc("/readyz", health)
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

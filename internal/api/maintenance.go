@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/internal/version"
-	"github.com/cairnkv/cairn/pkg/store"
 )
 
 type maintenanceServer struct {
@@ -29,10 +28,11 @@ func (m *maintenanceServer) Status(ctx context.Context, req *pb.StatusRequest) (
 		RaftIndex:        s.CommittedIndex(),
 		RaftTerm:         s.Term(),
 		RaftAppliedIndex: s.AppliedIndex(),
-		StorageVersion:   store.StorageVersion,
+		StorageVersion:   s.StorageVersion(),
 		DbSizeQuota:      s.Config().QuotaBackendBytes,
-		DowngradeInfo:    &pb.DowngradeInfo{}, // no downgrade in progress; etcd sends it empty
 	}
+	d := s.DowngradeInfo()
+	resp.DowngradeInfo = &pb.DowngradeInfo{Enabled: d.Enabled, TargetVersion: d.TargetVersion}
 	if me, ok := s.Member(s.ID()); ok {
 		resp.IsLearner = me.IsLearner
 	}
@@ -87,6 +87,7 @@ const snapshotChunk = 32 * 1024
 // Snapshot streams the db followed by its sha256, as etcd does.
 func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.ServerStreamingServer[pb.SnapshotResponse]) error {
 	st := m.a.s.Store()
+	storageVersion := m.a.s.StorageVersion()
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := st.Backend().WriteSnapshot(pw)
@@ -106,7 +107,7 @@ func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.Server
 			if total > sent {
 				remaining = total - sent
 			}
-			if serr := stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), RemainingBytes: remaining, Blob: append([]byte(nil), buf[:n]...), Version: version.StorageVersion}); serr != nil {
+			if serr := stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), RemainingBytes: remaining, Blob: append([]byte(nil), buf[:n]...), Version: storageVersion}); serr != nil {
 				return serr
 			}
 		}
@@ -117,7 +118,7 @@ func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.Server
 			return toGRPC(err)
 		}
 	}
-	return stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), Blob: h.Sum(nil), Version: version.StorageVersion})
+	return stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), Blob: h.Sum(nil), Version: storageVersion})
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, req *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
@@ -125,4 +126,13 @@ func (m *maintenanceServer) MoveLeader(ctx context.Context, req *pb.MoveLeaderRe
 		return nil, toGRPC(err)
 	}
 	return &pb.MoveLeaderResponse{Header: m.a.header(0)}, nil
+}
+
+// Downgrade validates, enables or cancels a downgrade of the cluster.
+func (m *maintenanceServer) Downgrade(ctx context.Context, req *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	v, err := m.a.s.Downgrade(ctx, req)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &pb.DowngradeResponse{Header: m.a.header(0), Version: v}, nil
 }

@@ -222,6 +222,24 @@ var compatScript = []step{
 
 	// global flags
 	{args: []string{"get", "foo"}, formats: []string{"yaml"}},
+
+	// downgrade, last: enabling one lowers the cluster and storage
+	// versions, which other steps print. Once a downgrade is enabled, the
+	// leader lowers the cluster version when it gets to it (etcd within
+	// seconds, cairn at once), so the cancel prints either version.
+	{args: []string{"downgrade", "validate", "3.6"}, formats: allFormats},
+	{args: []string{"downgrade", "validate", "3.6.0-rc.1"}},
+	{args: []string{"downgrade", "validate"}},
+	{args: []string{"downgrade", "validate", ""}},
+	{args: []string{"downgrade", "validate", "3.6", "3.5"}},
+	{args: []string{"downgrade", "validate", "v3.6"}},
+	{args: []string{"downgrade", "validate", "3.5"}, formats: []string{"json"}},
+	{args: []string{"downgrade", "validate", "3.7"}},
+	{args: []string{"downgrade", "enable"}},
+	{args: []string{"downgrade", "enable", "3.8"}},
+	{args: []string{"downgrade", "cancel", "ignored"}, formats: []string{"simple", "json", "fields"}},
+	{args: []string{"downgrade", "enable", "3.6"}, formats: []string{"json"}},
+	{args: []string{"downgrade", "cancel"}, normalize: []normalizer{clusterVersion}},
 }
 
 // TestCompatibilityWithEtcdctl runs compatScript with both tools and
@@ -314,6 +332,13 @@ func memoryUsed(s string) string { return memoryFigure.ReplaceAllString(s, "memo
 // progressBars drops etcdctl's progress bars, which it draws even when its
 // output is not a terminal (cairn draws them on terminals only).
 func progressBars(s string) string { return progressBar.ReplaceAllString(s, "") }
+
+var reportedClusterVersion = regexp.MustCompile(`cluster version 3\.[67]\b`)
+
+// clusterVersion replaces the cluster version a downgrade command reports.
+func clusterVersion(s string) string {
+	return reportedClusterVersion.ReplaceAllString(s, "cluster version <version>")
+}
 
 // toolName replaces the name of the tool in the commands it suggests.
 func toolName(s string) string { return deleteSuggestion.ReplaceAllString(s, "<tool> del --prefix") }

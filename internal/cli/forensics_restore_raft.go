@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"path"
-	"strconv"
-	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
@@ -88,113 +84,12 @@ func writeRestoredSnap(dir string, c *restoreCluster) error {
 	return nil
 }
 
-// The JSON layout of etcd's v2 store, as a restored member's .snap holds
-// it: a tree of nodes under "/0" (cluster) and "/1" (keys), the event
-// history of the watcher hub, and counters.
-type (
-	v2Store struct {
-		Root           *v2Node
-		WatcherHub     v2WatcherHub
-		CurrentIndex   uint64
-		Stats          v2Stats
-		CurrentVersion int
-	}
-	v2Node struct {
-		Path          string
-		CreatedIndex  uint64
-		ModifiedIndex uint64
-		ExpireTime    time.Time
-		Value         string
-		Children      map[string]*v2Node
-	}
-	v2WatcherHub struct {
-		EventHistory v2EventHistory
-	}
-	v2EventHistory struct {
-		Queue      v2EventQueue
-		StartIndex uint64
-		LastIndex  uint64
-	}
-	v2EventQueue struct {
-		Events   []*v2Event
-		Size     int
-		Front    int
-		Back     int
-		Capacity int
-	}
-	v2Event struct {
-		Action string         `json:"action"`
-		Node   *v2EventedNode `json:"node,omitempty"`
-	}
-	v2EventedNode struct {
-		Key           string `json:"key,omitempty"`
-		Value         string `json:"value,omitempty"`
-		ModifiedIndex uint64 `json:"modifiedIndex,omitempty"`
-		CreatedIndex  uint64 `json:"createdIndex,omitempty"`
-	}
-	v2Stats struct {
-		GetSuccess              uint64 `json:"getsSuccess"`
-		GetFail                 uint64 `json:"getsFail"`
-		SetSuccess              uint64 `json:"setsSuccess"`
-		SetFail                 uint64 `json:"setsFail"`
-		DeleteSuccess           uint64 `json:"deleteSuccess"`
-		DeleteFail              uint64 `json:"deleteFail"`
-		UpdateSuccess           uint64 `json:"updateSuccess"`
-		UpdateFail              uint64 `json:"updateFail"`
-		CreateSuccess           uint64 `json:"createSuccess"`
-		CreateFail              uint64 `json:"createFail"`
-		CompareAndSwapSuccess   uint64 `json:"compareAndSwapSuccess"`
-		CompareAndSwapFail      uint64 `json:"compareAndSwapFail"`
-		CompareAndDeleteSuccess uint64 `json:"compareAndDeleteSuccess"`
-		CompareAndDeleteFail    uint64 `json:"compareAndDeleteFail"`
-		ExpireCount             uint64 `json:"expireCount"`
-		Watchers                uint64 `json:"watchers"`
-	}
-)
-
-// v2EventHistoryCapacity is the size of the v2 store's event ring.
-const v2EventHistoryCapacity = 1000
-
-// v2StoreJSON returns the v2 store etcdutl writes for a new cluster: one
-// raftAttributes node per member (created in ID order, indexes 1..N) and
-// the matching create events.
+// v2StoreJSON returns the v2 store etcdutl writes for a new cluster: the
+// raftAttributes of each member, created in ID order at indexes 1..N.
 func v2StoreJSON(c *restoreCluster) ([]byte, error) {
-	membersDir := &v2Node{Path: "/0/members", Children: map[string]*v2Node{}}
-	events := make([]*v2Event, v2EventHistoryCapacity)
-	for i, m := range c.members {
-		idx := uint64(i + 1)
-		id := strconv.FormatUint(m.ID, 16)
-		attrs, err := json.Marshal(struct {
-			PeerURLs []string `json:"peerURLs"`
-		}{m.PeerURLs})
-		if err != nil {
-			return nil, err
-		}
-		key := path.Join(membersDir.Path, id, "raftAttributes")
-		membersDir.Children[id] = &v2Node{
-			Path: path.Join(membersDir.Path, id), CreatedIndex: idx, ModifiedIndex: idx,
-			Children: map[string]*v2Node{"raftAttributes": {Path: key, CreatedIndex: idx, ModifiedIndex: idx, Value: string(attrs)}},
-		}
-		events[i] = &v2Event{Action: "create", Node: &v2EventedNode{Key: key, Value: string(attrs), ModifiedIndex: idx, CreatedIndex: idx}}
+	var m snapfmt.V2Membership
+	for _, mem := range c.members {
+		m.Members = append(m.Members, snapfmt.V2Member{ID: mem.ID, PeerURLs: mem.PeerURLs})
 	}
-	n := uint64(len(c.members))
-	membersDir.CreatedIndex, membersDir.ModifiedIndex = 1, 1
-	st := v2Store{
-		Root: &v2Node{Path: "/", Children: map[string]*v2Node{
-			"0": {Path: "/0", Children: map[string]*v2Node{"members": membersDir}},
-			"1": {Path: "/1", Children: map[string]*v2Node{}},
-		}},
-		WatcherHub: v2WatcherHub{EventHistory: v2EventHistory{
-			Queue:      v2EventQueue{Events: events, Size: len(c.members), Back: len(c.members), Capacity: v2EventHistoryCapacity},
-			StartIndex: 1, LastIndex: n,
-		}},
-		CurrentIndex:   n,
-		Stats:          v2Stats{GetFail: 1, CreateSuccess: n},
-		CurrentVersion: 2,
-	}
-	b, err := json.Marshal(&st)
-	if err != nil {
-		return nil, fmt.Errorf("encode v2 store: %w", err)
-	}
-	return b, nil
+	return snapfmt.MarshalV2Store(m)
 }

@@ -210,6 +210,7 @@ func (r *endpointHashKVResult) jsonValue(*printer) any { return r.hashes }
 
 func (r *alarmResult) jsonValue(*printer) any      { return r.resp }
 func (r *moveLeaderResult) jsonValue(*printer) any { return r.resp }
+func (r *downgradeResult) jsonValue(*printer) any  { return r.resp }
 
 func (r *authResult) jsonValue(*printer) any       { return r.resp }
 func (r *authStatusResult) jsonValue(*printer) any { return r.resp }

@@ -40,6 +40,7 @@ func (r *leaseListResult) protoMessage() proto.Message       { return r.resp.Get
 func (r *leaseTimeToLiveResult) protoMessage() proto.Message { return r.resp.GetHeader() }
 func (r *alarmResult) protoMessage() proto.Message           { return r.resp }
 func (r *moveLeaderResult) protoMessage() proto.Message      { return r.resp }
+func (r *downgradeResult) protoMessage() proto.Message       { return r.resp }
 
 func (r *authResult) protoMessage() proto.Message       { return r.resp }
 func (r *authStatusResult) protoMessage() proto.Message { return r.resp }

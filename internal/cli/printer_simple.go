@@ -178,6 +178,10 @@ func (r *moveLeaderResult) printSimple(p *printer) {
 	p.linef("Leadership transferred from %x to %x", r.from, r.to)
 }
 
+func (r *downgradeResult) printSimple(p *printer) {
+	p.linef("Downgrade %s success, cluster version %s", r.action, r.resp.GetVersion())
+}
+
 func (r *authResult) printSimple(p *printer) { p.line(r.text) }
 
 func (r *authStatusResult) printSimple(p *printer) {

@@ -31,6 +31,7 @@ and reads the data directories of cairn and etcd members offline
 	addMemberCommands(root, g)
 	addEndpointCommands(root, g)
 	addMaintenanceCommands(root, g)
+	addDowngradeCommands(root, g)
 	addConcurrencyCommands(root, g)
 	addAuthCommands(root, g)
 	addUtilityCommands(root)

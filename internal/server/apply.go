@@ -100,6 +100,9 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 	}
+	if req.DowngradeInfoSet != nil {
+		s.checkClusterVersion() // now that the leader reads the new downgrade
+	}
 	s.waiters.trigger(requestID(req), res)
 	return nil
 }
@@ -146,7 +149,9 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	case req.ClusterMemberAttrSet != nil:
 		return applyResult{err: s.applyMemberAttrs(w, req)}
 	case req.ClusterVersionSet != nil:
-		return applyResult{err: w.Backend().Put(store.BucketCluster, []byte("clusterVersion"), []byte(req.ClusterVersionSet.Ver))}
+		return applyResult{err: s.applyClusterVersion(w.Backend(), req.ClusterVersionSet.Ver)}
+	case req.DowngradeInfoSet != nil:
+		return applyDowngrade(w.Backend(), req.DowngradeInfoSet)
 	}
 	return applyResult{err: fmt.Errorf("unsupported request")}
 }
@@ -274,15 +279,18 @@ func (s *Server) updatePeers(cc *raftpb.ConfChange) {
 }
 
 // maybeSnapshot takes a raft snapshot once --snapshot-count entries have
-// been applied since the last one, and compacts the raft log behind it.
+// been applied since the last one, or when an entry forced one, and
+// compacts the raft log behind it.
 func (s *Server) maybeSnapshot() error {
-	if s.appliedIndex-s.snapshotIndex <= s.cfg.SnapshotCount {
+	due := s.appliedIndex-s.snapshotIndex > s.cfg.SnapshotCount
+	if !(due || s.snapshotForced) || s.appliedIndex <= s.snapshotIndex {
 		return nil
 	}
+	s.snapshotForced = false
 	if err := s.st().Backend().ForceCommit(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s.members.list())
+	data, err := s.snapshotData()
 	if err != nil {
 		return err
 	}

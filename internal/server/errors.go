@@ -24,4 +24,10 @@ var (
 	ErrBadLeaderTransferee = errors.New("etcdserver: bad leader transferee")
 	ErrCorruptedDataDir    = errors.New("data directory is inconsistent")
 	ErrBadPeerMessage      = errors.New("rejected peer message")
+	ErrUnknownMethod       = errors.New("etcdserver: unknown method")
+
+	ErrWrongDowngradeVersionFormat   = errors.New("etcdserver: wrong downgrade target version format")
+	ErrInvalidDowngradeTargetVersion = errors.New("etcdserver: invalid downgrade target version")
+	ErrClusterVersionUnavailable     = errors.New("etcdserver: cluster version not found during downgrade")
+	ErrDowngradeInProcess            = errors.New("etcdserver: cluster has a downgrade job in progress")
 )

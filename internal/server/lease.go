@@ -62,15 +62,12 @@ func (s *Server) LeaseRevoke(ctx context.Context, req *pb.LeaseRevokeRequest) (*
 	return resp.(*pb.LeaseRevokeResponse), nil
 }
 
-// leaderChanged hands lease expiry to the new leader, which also records
-// the cluster version if nobody has yet.
+// leaderChanged hands lease expiry to the new leader, which also checks
+// the cluster version.
 func (s *Server) leaderChanged(lead uint64) {
 	if lead == s.id {
 		s.lessor.Promote(s.cfg.ElectionTimeout)
-		if !s.stopping() {
-			s.wg.Add(1)
-			go s.setClusterVersion()
-		}
+		s.checkClusterVersion()
 	} else {
 		s.lessor.Demote()
 	}

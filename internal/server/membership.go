@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,4 +140,16 @@ func (ms *membership) list() []Member {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// removedIDs returns the IDs of the removed members in order.
+func (ms *membership) removedIDs() []uint64 {
+	ms.mu.RLock()
+	defer ms.mu.RUnlock()
+	ids := make([]uint64, 0, len(ms.removed))
+	for id := range ms.removed {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -66,6 +66,11 @@ type Server struct {
 	appliedTerm   uint64
 	snapshotIndex uint64
 	confState     *raftpb.ConfState
+	// snapshotForced asks for a snapshot after the entries being applied.
+	snapshotForced bool
+
+	// versionCheck wakes clusterVersionLoop.
+	versionCheck chan struct{}
 
 	alarms *alarms
 	lessor *lease.Lessor
@@ -93,7 +98,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
 		waiters: newWaiters(), applied: newAppliedWaiters(),
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
-		stopc: make(chan struct{}), errc: make(chan error, 1),
+		stopc: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
 	}
 	tokens, err := auth.NewTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL, cfg.Logger)
 	if err != nil {
@@ -150,11 +155,12 @@ func Start(cfg Config) (*Server, error) {
 		s.Stop()
 		return nil, err
 	}
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go s.raftLoop()
 	go s.applyLoop()
 	go s.readIndexLoop()
 	go s.leaseLoop()
+	go s.clusterVersionLoop()
 	s.wg.Add(1)
 	go s.publishAttributes()
 	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {

@@ -120,6 +120,12 @@ type DowngradeInfo struct {
 	Enabled       bool   `json:"enabled"`
 }
 
+// Marshal encodes d as etcd writes it.
+func (d DowngradeInfo) Marshal() []byte {
+	b, _ := json.Marshal(d) // cannot fail: a string and a bool
+	return b
+}
+
 // UnmarshalDowngrade decodes the cluster bucket's downgrade value.
 func UnmarshalDowngrade(b []byte) (DowngradeInfo, error) {
 	var d DowngradeInfo

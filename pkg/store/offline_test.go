@@ -162,8 +162,15 @@ func TestDecodeBuckets(t *testing.T) {
 	if back, err := UnmarshalConfState(cs); err != nil || back.GetVoters()[0] != 2255496909790476482 {
 		t.Errorf("UnmarshalConfState: %v %v", back, err)
 	}
-	if _, err := UnmarshalDowngrade([]byte(`{"target-version":"3.6.0","enabled":true}`)); err != nil {
-		t.Error(err)
+	// The downgrade values etcd 3.7.3 wrote on enable and on cancel.
+	for _, want := range []string{`{"target-version":"3.6.0","enabled":true}`, `{"target-version":"","enabled":false}`} {
+		d, err := UnmarshalDowngrade([]byte(want))
+		if err != nil {
+			t.Error(err)
+		}
+		if got := string(d.Marshal()); got != want {
+			t.Errorf("downgrade JSON %s, want etcd's %s", got, want)
+		}
 	}
 	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
 		t.Error("DecodeUint64 accepted 2 bytes")
