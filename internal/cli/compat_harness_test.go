@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -367,35 +366,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-// cairnBinary builds cmd/cairn once per test process.
-func cairnBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "cairn-compat-")
-		if buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "cairn"), "github.com/cairnkv/cairn/cmd/cairn").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(buildDir, "cairn")
-}
+// cairnBinary is the cairn binary the tests run, built once.
+func cairnBinary(t *testing.T) string { return clienttest.CairnBinary(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	clienttest.RemoveBuilds()
 	os.Exit(code)
 }

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -247,18 +246,9 @@ var compatScript = []step{
 func TestCompatibilityWithEtcdctl(t *testing.T) {
 	etcdctl := filepath.Join(clienttest.ReferenceDir(t), "etcdctl")
 	cairn := cairnBinary(t)
-	// The script runs against the server CAIRN_TEST_SERVER names, or else
-	// against both etcd 3.7.3 and cairn serve.
-	servers := map[string][]string{
-		"etcd":        {filepath.Join(clienttest.ReferenceDir(t), "etcd")},
-		"cairn-serve": {cairn, "serve"},
-	}
-	if os.Getenv(clienttest.ServerEnv) != "" {
-		servers = map[string][]string{"selected": clienttest.ServerCommand(t)}
-	}
-	for name, server := range servers {
-		t.Run(name, func(t *testing.T) {
-			cluster := clienttest.StartCluster(t, clienttest.Options{Server: server})
+	for _, server := range clienttest.Servers(t) {
+		t.Run(server.Name, func(t *testing.T) {
+			cluster := clienttest.StartCluster(t, clienttest.Options{Server: server.Command})
 			want := runScript(t, etcdctl, cluster, compatScript)
 			got := runScript(t, cairn, cluster, compatScript)
 			compareRuns(t, compatScript, want, got)

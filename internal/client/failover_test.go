@@ -104,7 +104,13 @@ func drain(ch <-chan *pb.LeaseKeepAliveResponse) {
 // while a watch is served by it: the probe sees it has no leader, takes it
 // out of rotation, and the watch resumes elsewhere, where new writes happen.
 func TestHealthProbeMovesOffIsolatedMember(t *testing.T) {
-	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3, PeerProxy: true})
+	for _, server := range clienttest.Servers(t) {
+		t.Run(server.Name, func(t *testing.T) { healthProbeMovesOffIsolatedMember(t, server.Command) })
+	}
+}
+
+func healthProbeMovesOffIsolatedMember(t *testing.T, server []string) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3, PeerProxy: true, Server: server})
 	ctx := testContext(t)
 	isolated := cluster.Members[0]
 	c := newClient(t, client.Config{Endpoints: []string{isolated.Endpoint()}, HealthProbeInterval: 100 * time.Millisecond})
