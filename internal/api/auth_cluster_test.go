@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cairnkv/cairn/internal/client/clienttest"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
@@ -115,7 +116,9 @@ func TestAuthStateArrivesWithSnapshot(t *testing.T) {
 		}
 	}
 	ms[down].start()
-	// The restarted member knows alice and her role once it has caught up.
+	// Until it hears from the leader, the restarted member answers "no
+	// leader"; then it knows alice and her role once it has caught up.
+	clienttest.Poll(t, 10*time.Second, "the restarted member to know the leader", func() bool { return ms[down].s.Leader() != 0 })
 	alice, err := clientv3.New(clientv3.Config{Endpoints: curls[down : down+1], DialTimeout: 30 * time.Second, Username: "alice", Password: "alicepw"})
 	if err != nil {
 		t.Fatalf("alice logs in on the member that missed her creation: %v", err)

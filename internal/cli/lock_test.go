@@ -77,6 +77,8 @@ func TestElectCommand(t *testing.T) {
 	observer := startCommand(t, cairn, &observerOut, endpoints, "elect", "--listen", "svc")
 	first := startCommand(t, cairn, &firstOut, endpoints, "elect", "svc", "node-1")
 	clienttest.Poll(t, 20*time.Second, "node-1 elected", func() bool { return strings.HasSuffix(firstOut.String(), "\nnode-1\n") })
+	// The observer, a process of its own, may start watching later.
+	clienttest.Poll(t, 20*time.Second, "the observer to see node-1", func() bool { return strings.Contains(observerOut.String(), "\nnode-1\n") })
 	second := startCommand(t, cairn, &secondOut, endpoints, "elect", "svc", "node-2")
 	clienttest.Poll(t, 20*time.Second, "node-2's candidacy", func() bool { return countKeys(t, c, "svc/") == 2 })
 	if secondOut.String() != "" {

@@ -240,7 +240,11 @@ func (s *Server) applyMembershipChange(wt *store.WriteTx, cc *raftpb.ConfChange)
 				s.log.Info("member promoted", "id", fmt.Sprintf("%x", id), "name", cur.Name)
 				return s.members.save(wt, &cur)
 			}
-			return nil // bootstrap entries replayed onto a db that has them
+			// A new cluster's members are known from --initial-cluster before
+			// their entries apply; they are saved now, with the consistent
+			// index, or a member killed before its first attribute update
+			// would restart with no members, and so no peers.
+			return s.members.save(wt, &cur)
 		}
 		m.IsLearner = cc.GetType() == raftpb.ConfChangeType_ConfChangeAddLearnerNode
 		s.log.Info("member added", "id", fmt.Sprintf("%x", id), "peer-urls", m.PeerURLs, "learner", m.IsLearner)
