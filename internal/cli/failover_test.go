@@ -19,8 +19,14 @@ import (
 // lose the member they are connected to. The watch must print every
 // revision exactly once; the lease must stay alive.
 func TestWatchAndKeepAliveCommandsSurviveMemberKills(t *testing.T) {
+	for _, server := range clienttest.Servers(t) {
+		t.Run(server.Name, func(t *testing.T) { watchAndKeepAliveCommandsSurviveMemberKills(t, server.Command) })
+	}
+}
+
+func watchAndKeepAliveCommandsSurviveMemberKills(t *testing.T, server []string) {
 	cairn := cairnBinary(t)
-	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3})
+	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3, Server: server})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	writer := clusterClient(t, cluster)

@@ -21,7 +21,13 @@ import (
 // from the first to the last exactly once, in order; and the lease must
 // outlive its TTL many times over.
 func TestWatchAndKeepAliveSurviveMemberKills(t *testing.T) {
-	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3})
+	for _, server := range clienttest.Servers(t) {
+		t.Run(server.Name, func(t *testing.T) { watchAndKeepAliveSurviveMemberKills(t, server.Command) })
+	}
+}
+
+func watchAndKeepAliveSurviveMemberKills(t *testing.T, server []string) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3, Server: server})
 	ctx := testContext(t)
 	c := newClient(t, client.Config{Endpoints: cluster.Endpoints(), HealthProbeInterval: 100 * time.Millisecond})
 	writer := newClient(t, client.Config{Endpoints: cluster.Endpoints()})

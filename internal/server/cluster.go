@@ -131,11 +131,8 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	}
 	id := s.reqIDs.get()
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	defer cancel()
 	ch := s.waiters.register(id)
 	if err := s.node.ProposeConfChange(ctx, cc); err != nil {
 		s.waiters.cancel(id)
@@ -247,11 +244,8 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 	if !ok || m.IsLearner {
 		return ErrBadLeaderTransferee
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	defer cancel()
 	s.node.TransferLeadership(ctx, s.id, target)
 	t := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()

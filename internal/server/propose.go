@@ -14,7 +14,10 @@ import (
 	"github.com/cairnkv/cairn/internal/auth"
 )
 
-// requestTimeout bounds a proposal that has no deadline of its own.
+// requestTimeout bounds every proposal, whatever the client's deadline, as
+// etcd's request timeout does: a proposal lost with a dead leader ends in
+// ErrTimeout, which a client may retry, rather than waiting out a long
+// client deadline.
 func (s *Server) requestTimeout() time.Duration {
 	return 5*time.Second + 2*s.cfg.ElectionTimeout
 }
@@ -64,11 +67,8 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 	if len(data) > s.cfg.MaxRequestBytes {
 		return applyResult{}, ErrRequestTooLarge
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout())
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	defer cancel()
 	ch := s.waiters.register(id)
 	if err := s.node.Propose(ctx, data); err != nil {
 		s.waiters.cancel(id)
