@@ -131,7 +131,12 @@ func healthProbeMovesOffIsolatedMember(t *testing.T, server []string) {
 
 	cluster.Isolate(isolated)
 	cluster.WaitNoLeader(isolated)
-	put(t, ctx, writer, "p/after", "")
+	// The isolated member may have led: a write forwarded to it just before
+	// has an unknown outcome (it times out), so it is retried until it succeeds.
+	clienttest.Poll(t, testTimeout, "put p/after", func() bool {
+		_, err := writer.KV.Put(ctx, &pb.PutRequest{Key: []byte("p/after")})
+		return err == nil
+	})
 	expectEvent(t, ctx, w, "p/after")
 
 	isolatedID := memberID(t, ctx, c, isolated.Endpoint())
