@@ -24,7 +24,7 @@ func runCairnBinary(t *testing.T, args ...string) (stdout, stderr string, code i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cairnBinary(t), args...)
+	cmd := exec.CommandContext(ctx, clienttest.CairnBinary(t), args...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	var exit *exec.ExitError

@@ -366,9 +366,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// cairnBinary is the cairn binary the tests run, built once.
-func cairnBinary(t *testing.T) string { return clienttest.CairnBinary(t) }
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	clienttest.RemoveBuilds()

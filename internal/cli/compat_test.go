@@ -245,7 +245,7 @@ var compatScript = []step{
 // compares them step by step.
 func TestCompatibilityWithEtcdctl(t *testing.T) {
 	etcdctl := filepath.Join(clienttest.ReferenceDir(t), "etcdctl")
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	for _, server := range clienttest.Servers(t) {
 		t.Run(server.Name, func(t *testing.T) {
 			cluster := clienttest.StartCluster(t, clienttest.Options{Server: server.Command})

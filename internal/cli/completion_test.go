@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/cli"
+	"github.com/cairnkv/cairn/internal/client/clienttest"
 )
 
 // sourceRoot is the folder of go.mod above the test's directory.
@@ -71,7 +72,7 @@ func TestGeneratedDocsAreFresh(t *testing.T) {
 }
 
 func TestCompletionCommand(t *testing.T) {
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	for shell, marker := range map[string]string{
 		"bash": "__start_cairn", "zsh": "#compdef cairn", "fish": "complete -c cairn", "powershell": "Register-ArgumentCompleter",
 	} {

@@ -25,7 +25,7 @@ func TestWatchAndKeepAliveCommandsSurviveMemberKills(t *testing.T) {
 }
 
 func watchAndKeepAliveCommandsSurviveMemberKills(t *testing.T, server []string) {
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{Size: 3, Server: server})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 )
 
 func TestLockCommand(t *testing.T) {
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
 	endpoints := endpointsFlag(cluster)
 	c := clusterClient(t, cluster)
@@ -68,7 +68,7 @@ func TestLockCommand(t *testing.T) {
 }
 
 func TestElectCommand(t *testing.T) {
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	cluster := clienttest.StartCluster(t, clienttest.Options{})
 	endpoints := endpointsFlag(cluster)
 	c := clusterClient(t, cluster)

@@ -14,7 +14,7 @@ import (
 )
 
 func TestMakeMirror(t *testing.T) {
-	cairn := cairnBinary(t)
+	cairn := clienttest.CairnBinary(t)
 	source := clienttest.StartCluster(t, clienttest.Options{})
 	dest := clienttest.StartCluster(t, clienttest.Options{})
 	src, dst := clusterClient(t, source), clusterClient(t, dest)
