@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,13 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
+	if a.s.Config().EnablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 			a.grpc.ServeHTTP(w, r)

@@ -146,6 +146,24 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 }
 
+// TestPprofOnlyWhenEnabled: --enable-pprof serves Go's profiles at
+// /debug/pprof/ on the client URL; without it the path is not there.
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		curl, _, _ := startMember(t, server.Config{EnablePprof: enabled})
+		resp, err := http.Get(curl + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		served := resp.StatusCode == http.StatusOK && strings.Contains(string(b), "goroutine profile:")
+		if served != enabled {
+			t.Errorf("EnablePprof %v: /debug/pprof/goroutine gave %s", enabled, resp.Status)
+		}
+	}
+}
+
 // TestJSONGateway uses the HTTP/JSON API as curl users do.
 func TestJSONGateway(t *testing.T) {
 	curl, _, _ := startMember(t, server.Config{})

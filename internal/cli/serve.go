@@ -79,6 +79,7 @@ default.cairn, like a bare etcd.`,
 	f.String("tls-min-version", servertls.DefaultMinVersion, "minimum TLS version: TLS1.2 or TLS1.3")
 	f.String("tls-max-version", "", "maximum TLS version: TLS1.2 or TLS1.3 (empty: Go's default)")
 	f.String("cipher-suites", "", "comma-separated list of TLS cipher suites for clients and peers, by their Go names (empty: Go's default)")
+	f.Bool("enable-pprof", false, "enable runtime profiling data via HTTP server. Address is at client URL + \"/debug/pprof/\"")
 	f.String("log-format", "json", "log format: json or text")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	return cmd
@@ -126,6 +127,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		AuthToken:                v.GetString("auth-token"),
 		AuthTokenTTL:             time.Duration(v.GetUint("auth-token-ttl")) * time.Second,
 		BcryptCost:               v.GetInt("bcrypt-cost"),
+		EnablePprof:              v.GetBool("enable-pprof"),
 		ClientTLS: servertls.Files{
 			CertFile:       v.GetString("cert-file"),
 			KeyFile:        v.GetString("key-file"),

@@ -52,7 +52,10 @@ type Config struct {
 	ClientTLS servertls.Files
 	PeerTLS   servertls.Files
 	TLS       servertls.Versions
-	Logger    *slog.Logger
+	// EnablePprof serves Go's runtime profiles at /debug/pprof/ on the
+	// client URLs (etcd's --enable-pprof).
+	EnablePprof bool
+	Logger      *slog.Logger
 }
 
 // Defaults of etcd.

@@ -73,7 +73,18 @@ func (s *Server) handleReady(rd raft.Ready) error {
 	if leader {
 		s.transport.Send(rd.Messages)
 	}
-	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+	hasSnapshot := rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)
+	// Committed entries that earlier Readies already wrote to the WAL are
+	// applied while this one's entries are written: a leader's writes reach
+	// their clients one fsync sooner. (raft commits a leader's entries only
+	// after the Ready that appends them is written; a follower may learn of
+	// an entry's commit in the Ready that appends it, and applies such
+	// entries after the write, as it does a snapshot.)
+	applyNow := !hasSnapshot && !overlaps(rd.CommittedEntries, rd.Entries)
+	if applyNow && !s.dispatchApply(toApply{entries: rd.CommittedEntries}) {
+		return nil
+	}
+	if hasSnapshot {
 		if err := s.persistSnapshot(rd.Snapshot); err != nil {
 			return err
 		}
@@ -81,7 +92,7 @@ func (s *Server) handleReady(rd raft.Ready) error {
 	if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
 		return fmt.Errorf("save wal: %w", err)
 	}
-	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+	if hasSnapshot {
 		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("apply snapshot to raft storage: %w", err)
 		}
@@ -92,18 +103,35 @@ func (s *Server) handleReady(rd raft.Ready) error {
 	if !leader {
 		s.transport.Send(rd.Messages)
 	}
-	if len(rd.CommittedEntries) > 0 || (rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)) {
+	if !applyNow {
 		ap := toApply{entries: rd.CommittedEntries}
-		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		if hasSnapshot {
 			ap.snapshot = rd.Snapshot
 		}
-		select {
-		case s.applyc <- ap:
-		case <-s.stopc:
-			return nil
-		}
+		s.dispatchApply(ap)
 	}
 	return nil
+}
+
+// overlaps reports whether any committed entry is among the entries being
+// appended (so not yet in the WAL).
+func overlaps(committed, appending []*raftpb.Entry) bool {
+	return len(committed) > 0 && len(appending) > 0 &&
+		committed[len(committed)-1].GetIndex() >= appending[0].GetIndex()
+}
+
+// dispatchApply hands work to the apply loop; false if the member stopped
+// first. Nothing to apply is not sent.
+func (s *Server) dispatchApply(ap toApply) bool {
+	if len(ap.entries) == 0 && ap.snapshot == nil {
+		return true
+	}
+	select {
+	case s.applyc <- ap:
+		return true
+	case <-s.stopc:
+		return false
+	}
 }
 
 func (s *Server) onLeaderChange(old, lead uint64) {

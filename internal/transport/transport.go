@@ -115,25 +115,26 @@ func (t *Transport) RemovePeer(id uint64) {
 }
 
 // Send queues messages for their peers; it never blocks. Messages to an
-// unknown or overloaded peer are dropped and raft is told.
+// unknown or overloaded peer are dropped and raft is told. The messages of
+// one call for one peer are queued together, so that they leave in one
+// write and can be coalesced.
 func (t *Transport) Send(msgs []*raftpb.Message) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	for _, m := range msgs {
-		to := m.GetTo()
-		if to == 0 || to == t.MemberID {
-			continue
+	for id, p := range t.peers {
+		var batch []*raftpb.Message
+		for _, m := range msgs {
+			if m.GetTo() != id {
+				continue
+			}
+			if m.GetType() == raftpb.MessageType_MsgSnap {
+				go p.sendSnapshot(m)
+				continue
+			}
+			batch = append(batch, m)
 		}
-		p := t.peers[to]
-		if p == nil {
-			continue
-		}
-		if m.GetType() == raftpb.MessageType_MsgSnap {
-			go p.sendSnapshot(m)
-			continue
-		}
-		if !p.enqueue(m) {
-			t.Raft.ReportUnreachable(to)
+		if len(batch) > 0 && !p.enqueue(batch) {
+			t.Raft.ReportUnreachable(id)
 		}
 	}
 }
@@ -261,15 +262,19 @@ type peer struct {
 	urls []string
 	next int // index of the URL to try next
 
-	queue chan *raftpb.Message
-	done  chan struct{}
-	once  sync.Once
+	qmu    sync.Mutex
+	queued []*raftpb.Message
+	wake   chan struct{} // has a value when queued may be non-empty
+	done   chan struct{}
+	once   sync.Once
 }
 
+// peerQueueSize is how many messages may wait for one peer; more are
+// dropped, as raft allows.
 const peerQueueSize = 4096
 
 func newPeer(t *Transport, id uint64, urls []string) *peer {
-	return &peer{t: t, id: id, urls: urls, queue: make(chan *raftpb.Message, peerQueueSize), done: make(chan struct{})}
+	return &peer{t: t, id: id, urls: urls, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -293,13 +298,30 @@ func (p *peer) rotate() {
 	p.mu.Unlock()
 }
 
-func (p *peer) enqueue(m *raftpb.Message) bool {
-	select {
-	case p.queue <- m:
-		return true
-	default:
+// enqueue queues msgs for the peer, all or none.
+func (p *peer) enqueue(msgs []*raftpb.Message) bool {
+	p.qmu.Lock()
+	if len(p.queued)+len(msgs) > peerQueueSize {
+		p.qmu.Unlock()
 		return false
 	}
+	p.queued = append(p.queued, msgs...)
+	p.qmu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns the queued messages and empties the queue; spare is a slice
+// the caller is done with, reused as the next queue.
+func (p *peer) take(spare []*raftpb.Message) []*raftpb.Message {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	msgs := p.queued
+	p.queued = spare[:0]
+	return msgs
 }
 
 func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
@@ -341,53 +363,68 @@ func (p *peer) run() {
 }
 
 var (
-	errPeerStopped  = errors.New("peer stopped")
-	errStreamEnded  = errors.New("message stream ended")
-	streamBatchSize = 512
+	errPeerStopped = errors.New("peer stopped")
+	errStreamEnded = errors.New("message stream ended")
 )
 
-// stream writes batches of queued messages into an open request body until
-// the peer is stopped, the request ends (ended) or a write fails.
+// stream writes what is queued into an open request body, coalesced, in
+// as few writes as the size of the batch allows, until the peer is stopped,
+// the request ends (ended) or a write fails.
 func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error {
+	select { // messages may have waited for this stream
+	case p.wake <- struct{}{}:
+	default:
+	}
+	var batch []*raftpb.Message
 	for {
-		var first *raftpb.Message
 		select {
 		case <-p.done:
 			return errPeerStopped
 		case err := <-ended:
 			return err
-		case first = <-p.queue:
+		case <-p.wake:
 		}
-		buf.Reset()
-		batch := []*raftpb.Message{first}
-	more:
-		for len(batch) < streamBatchSize {
-			select {
-			case m := <-p.queue:
-				batch = append(batch, m)
-			default:
-				break more
-			}
-		}
-		for _, m := range batch {
-			data, err := proto.Marshal(m)
-			if err != nil {
-				continue
-			}
-			var lenBuf [4]byte
-			binary.BigEndian.PutUint32(lenBuf[:], uint32(len(data)))
-			buf.Write(lenBuf[:])
-			buf.Write(data)
-		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			for _, m := range batch {
-				if m.GetType() == raftpb.MessageType_MsgSnap {
-					p.t.Raft.ReportSnapshot(p.id, true)
-				}
-			}
+		batch = p.take(batch)
+		if err := p.write(w, buf, coalesce(batch)); err != nil {
 			return err
 		}
+		clear(batch) // let the messages be collected
 	}
+}
+
+// maxWriteBytes is how much stream gathers before it writes.
+const maxWriteBytes = 4 << 20
+
+func (p *peer) write(w io.Writer, buf *bytes.Buffer, msgs []*raftpb.Message) error {
+	buf.Reset()
+	for i, m := range msgs {
+		if err := appendFrame(buf, m); err != nil {
+			p.t.Log.Error("encoding a raft message failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
+		}
+		if buf.Len() >= maxWriteBytes || i == len(msgs)-1 {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			buf.Reset()
+		}
+	}
+	return nil
+}
+
+// appendFrame appends m to buf as a frame: its length (4 bytes, big
+// endian), then its bytes.
+func appendFrame(buf *bytes.Buffer, m *raftpb.Message) error {
+	var lenBuf [4]byte
+	start := buf.Len()
+	buf.Write(lenBuf[:])
+	data, err := proto.MarshalOptions{}.MarshalAppend(buf.AvailableBuffer(), m)
+	if err != nil {
+		buf.Truncate(start)
+		return err
+	}
+	buf.Write(data)
+	binary.BigEndian.PutUint32(buf.Bytes()[start:], uint32(len(data)))
+	return nil
 }
 
 func (p *peer) post(path string, body io.Reader) error {
