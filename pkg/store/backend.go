@@ -1,15 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // BackendConfig configures the bbolt file behind a store.
@@ -48,31 +51,43 @@ func (c *BackendConfig) withDefaults() {
 	}
 }
 
-// Backend is a bbolt file written in batches: writes go to one open bbolt
-// write transaction that commits on an interval or after a number of writes.
-// Until then they sit in a write buffer that readers consult first, so a
-// write is visible as soon as it is made, and readers never wait for a commit.
+// Backend is a bbolt file written in batches. Writers only fill a write
+// buffer, which readers consult before bbolt, so a write is visible as soon
+// as it is made. On an interval, or once a batch holds BatchLimit writes,
+// the buffer is swapped for an empty one and written to bbolt in one
+// transaction, outside the writers' lock: a commit (B+tree updates, page
+// writes, two fsyncs) never stalls the writers, which is where etcd's
+// latency peaks come from.
 type Backend struct {
 	cfg BackendConfig
 
-	// dbMu is held shared by readers and exclusively while the file is
-	// swapped (defragmentation, close).
+	// dbMu is held shared by readers and commits, and exclusively while the
+	// file is swapped (defragmentation, close).
 	dbMu sync.RWMutex
 	db   *bolt.DB
 
-	// batchMu serialises writers and commits.
+	// commitMu serialises commits: bbolt has one write transaction at a time.
+	commitMu sync.Mutex
+
+	// batchMu serialises writers, and a commit's swap of the buffers.
 	batchMu sync.Mutex
-	tx      *bolt.Tx
-	pending int
-	failed  error // a commit failed: the batch is lost and every later write fails
+	pending int             // writes in open
+	buckets map[string]bool // buckets in the file or in a buffer
+	closed  bool
+	failed  error // a commit failed: its batch is lost and every later write fails
 
-	// bufMu guards buf, which a commit replaces (never clears) so that a
-	// reader that captured the previous one keeps a consistent view.
-	bufMu sync.RWMutex
-	buf   *writeBuffer
+	// bufMu guards the buffers: open, which writers fill, and flushing, the
+	// batch being committed. A reader keeps the pair it found when it began,
+	// together with its bbolt transaction, for a consistent view.
+	bufMu    sync.RWMutex
+	open     *writeBuffer
+	flushing *writeBuffer
 
-	stop chan struct{}
-	done chan struct{}
+	size atomic.Int64 // of the file, as of the last commit
+
+	commitNow chan struct{} // asks the commit loop for a commit before the interval
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // ErrBackendClosed is returned by a backend after Close.
@@ -86,10 +101,18 @@ func OpenBackend(cfg BackendConfig) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, db: db, buf: newWriteBuffer(), stop: make(chan struct{}), done: make(chan struct{})}
-	if b.tx, err = db.Begin(true); err != nil {
+	b := &Backend{cfg: cfg, db: db, open: newWriteBuffer(), buckets: map[string]bool{},
+		commitNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	err = db.View(func(tx *bolt.Tx) error {
+		b.size.Store(tx.Size())
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			b.buckets[string(name)] = true
+			return nil
+		})
+	})
+	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: begin write: %w", cfg.Path, err)
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
 	go b.commitLoop()
 	return b, nil
@@ -123,49 +146,115 @@ func (b *Backend) commitLoop() {
 		case <-b.stop:
 			return
 		case <-t.C:
-			b.batchMu.Lock()
-			if b.pending > 0 {
-				b.commitLocked()
-			}
-			b.batchMu.Unlock()
+		case <-b.commitNow:
 		}
+		b.commit() // a failure is logged, and fails every later write
 	}
 }
 
-// commitLocked commits the open batch and starts the next one. batchMu is held.
-func (b *Backend) commitLocked() error {
+// commit writes the open batch to bbolt. Writers carry on into a new batch
+// while it runs.
+func (b *Backend) commit() error {
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
+	b.batchMu.Lock()
+	if b.closed {
+		b.batchMu.Unlock()
+		return ErrBackendClosed
+	}
 	if b.failed != nil || b.pending == 0 {
+		b.batchMu.Unlock()
 		return b.failed // nothing to commit: leave the file untouched
 	}
-	if err := b.tx.Commit(); err != nil {
-		b.failed = fmt.Errorf("commit %s: %w", b.cfg.Path, err)
-		b.cfg.Logger.Error("backend commit failed; later writes will fail", "path", b.cfg.Path, "err", err)
-		return b.failed
-	}
-	// Only now are the buffered writes in bbolt; a reader that opened its
-	// bbolt transaction before this point still holds the old buffer.
-	b.bufMu.Lock()
-	b.buf = newWriteBuffer()
-	b.bufMu.Unlock()
-	b.pending = 0
-	tx, err := b.db.Begin(true)
+	batch := b.swapLocked()
+	b.batchMu.Unlock()
+	err := b.flushBatch(batch)
 	if err != nil {
-		b.failed = fmt.Errorf("begin write %s: %w", b.cfg.Path, err)
-		return b.failed
+		b.batchMu.Lock()
+		b.failed = err
+		b.batchMu.Unlock()
 	}
-	b.tx = tx
+	return err
+}
+
+// flushBatch writes the swapped-out batch to bbolt and then stops readers
+// from looking it up. commitMu is held.
+func (b *Backend) flushBatch(batch *writeBuffer) error {
+	b.dbMu.RLock()
+	err := b.flush(batch)
+	b.dbMu.RUnlock()
+	if err != nil {
+		b.cfg.Logger.Error("backend commit failed; later writes will fail", "path", b.cfg.Path, "err", err)
+		return err // the batch stays readable in flushing
+	}
+	// Only now are the batch's writes in bbolt: a reader that begins from
+	// here on finds them there.
+	b.bufMu.Lock()
+	b.flushing = nil
+	b.bufMu.Unlock()
 	return nil
 }
 
-// ForceCommit commits the open batch now.
-func (b *Backend) ForceCommit() error {
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	if b.tx == nil {
-		return ErrBackendClosed
+// commitLocked commits the open batch with the writers kept out. commitMu
+// and batchMu are held.
+func (b *Backend) commitLocked() error {
+	if b.failed != nil || b.pending == 0 {
+		return b.failed
 	}
-	return b.commitLocked()
+	b.failed = b.flushBatch(b.swapLocked())
+	return b.failed
 }
+
+// swapLocked makes the open batch the one being flushed and opens a new
+// one. batchMu and commitMu are held, and no batch is being flushed.
+func (b *Backend) swapLocked() *writeBuffer {
+	b.bufMu.Lock()
+	defer b.bufMu.Unlock()
+	batch := b.open
+	b.flushing, b.open = batch, newWriteBuffer()
+	b.pending = 0
+	return batch
+}
+
+// flush writes batch to bbolt in one transaction: its buckets, then each
+// bucket's writes in key order. commitMu and dbMu are held.
+func (b *Backend) flush(batch *writeBuffer) error {
+	tx, err := b.db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("commit %s: begin: %w", b.cfg.Path, err)
+	}
+	for _, name := range batch.bucketNames() {
+		bk, err := tx.CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("commit %s: bucket %q: %w", b.cfg.Path, name, err)
+		}
+		bb := batch.buckets[name]
+		for _, k := range bb.sortedKeys() {
+			v := bb.entries[k]
+			if v.deleted {
+				err = bk.Delete([]byte(k))
+			} else {
+				err = bk.Put([]byte(k), v.value)
+			}
+			if err != nil {
+				tx.Rollback()
+				return fmt.Errorf("commit %s: key %q in bucket %q: %w", b.cfg.Path, k, name, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit %s: %w", b.cfg.Path, err)
+	}
+	return b.db.View(func(tx *bolt.Tx) error {
+		b.size.Store(tx.Size())
+		return nil
+	})
+}
+
+// ForceCommit commits the open batch now, and returns once it is in the
+// file.
+func (b *Backend) ForceCommit() error { return b.commit() }
 
 // Write locks the batch for one writer. The caller must call Unlock.
 func (b *Backend) Write() *WriteTx {
@@ -181,7 +270,7 @@ type WriteTx struct {
 }
 
 func (wt *WriteTx) usable() error {
-	if wt.b.tx == nil {
+	if wt.b.closed {
 		return ErrBackendClosed
 	}
 	return wt.b.failed
@@ -192,13 +281,16 @@ func (wt *WriteTx) CreateBucket(bucket []byte) error {
 	if err := wt.usable(); err != nil {
 		return err
 	}
-	if wt.b.tx.Bucket(bucket) != nil {
-		return nil
+	if len(bucket) == 0 {
+		return fmt.Errorf("create bucket: %w", bolterrors.ErrBucketNameRequired)
 	}
-	if _, err := wt.b.tx.CreateBucket(bucket); err != nil {
-		return fmt.Errorf("create bucket %q: %w", bucket, err)
+	if !wt.b.buckets[string(bucket)] {
+		wt.b.buckets[string(bucket)] = true
+		wt.b.bufMu.Lock()
+		wt.b.open.bucket(bucket)
+		wt.b.bufMu.Unlock()
+		wt.writes++
 	}
-	wt.writes++
 	return nil
 }
 
@@ -207,12 +299,17 @@ func (wt *WriteTx) Put(bucket, key, value []byte) error {
 	if err := wt.usable(); err != nil {
 		return err
 	}
-	bk := wt.b.tx.Bucket(bucket)
-	if bk == nil {
+	if !wt.b.buckets[string(bucket)] {
 		return fmt.Errorf("put %q: bucket %q does not exist", key, bucket)
 	}
-	if err := bk.Put(key, value); err != nil {
-		return fmt.Errorf("put %q in bucket %q: %w", key, bucket, err)
+	// bbolt's own checks, made now rather than at the commit
+	switch {
+	case len(key) == 0:
+		return fmt.Errorf("put in bucket %q: %w", bucket, bolterrors.ErrKeyRequired)
+	case len(key) > bolt.MaxKeySize:
+		return fmt.Errorf("put %q in bucket %q: %w", key[:32], bucket, bolterrors.ErrKeyTooLarge)
+	case int64(len(value)) > bolt.MaxValueSize:
+		return fmt.Errorf("put %q in bucket %q: %w", key, bucket, bolterrors.ErrValueTooLarge)
 	}
 	wt.buffer(bucket, key, bufferedValue{value: value})
 	return nil
@@ -223,12 +320,8 @@ func (wt *WriteTx) Delete(bucket, key []byte) error {
 	if err := wt.usable(); err != nil {
 		return err
 	}
-	bk := wt.b.tx.Bucket(bucket)
-	if bk == nil {
+	if !wt.b.buckets[string(bucket)] {
 		return fmt.Errorf("delete %q: bucket %q does not exist", key, bucket)
-	}
-	if err := bk.Delete(key); err != nil {
-		return fmt.Errorf("delete %q in bucket %q: %w", key, bucket, err)
 	}
 	wt.buffer(bucket, key, bufferedValue{deleted: true})
 	return nil
@@ -236,7 +329,7 @@ func (wt *WriteTx) Delete(bucket, key []byte) error {
 
 func (wt *WriteTx) buffer(bucket, key []byte, v bufferedValue) {
 	wt.b.bufMu.Lock()
-	wt.b.buf.set(bucket, key, v)
+	wt.b.open.set(bucket, key, v)
 	wt.b.bufMu.Unlock()
 	wt.writes++
 }
@@ -246,46 +339,47 @@ func (wt *WriteTx) Get(bucket, key []byte) []byte {
 	if wt.usable() != nil {
 		return nil
 	}
-	bk := wt.b.tx.Bucket(bucket)
-	if bk == nil {
+	// A bbolt transaction for this one read: one held until Unlock could
+	// keep a commit that must grow the file's mapping waiting on it.
+	rt := wt.b.Read()
+	defer rt.Close()
+	v, ok := rt.Get(bucket, key)
+	if !ok {
 		return nil
 	}
-	return bk.Get(key)
+	return bytes.Clone(v)
 }
 
 // Range calls fn for each key of bucket in [start, end) (end nil: to the
-// end) in order, until fn returns false.
+// end) in order, until fn returns false. fn may write through wt.
 func (wt *WriteTx) Range(bucket, start, end []byte, fn func(k, v []byte) bool) error {
 	if err := wt.usable(); err != nil {
 		return err
 	}
-	bk := wt.b.tx.Bucket(bucket)
-	if bk == nil {
-		return nil
-	}
-	c := bk.Cursor()
-	for k, v := c.Seek(start); k != nil && inRange(k, start, end); k, v = c.Next() {
-		if !fn(k, v) {
-			break
-		}
-	}
-	return nil
+	rt := wt.b.Read()
+	defer rt.Close()
+	return rt.Range(bucket, start, end, fn)
 }
 
-// Unlock ends the writer's turn. The batch commits now if it reached the
-// batch limit; the error is that commit's.
+// Unlock ends the writer's turn. A batch that reached the batch limit is
+// committed in the background; the error is that of an earlier failed
+// commit.
 func (wt *WriteTx) Unlock() error {
 	b := wt.b
-	defer b.batchMu.Unlock()
 	b.pending += wt.writes
-	if b.pending >= b.cfg.BatchLimit && b.tx != nil {
-		return b.commitLocked()
+	full, err := b.pending >= b.cfg.BatchLimit, b.failed
+	b.batchMu.Unlock()
+	if full && err == nil {
+		select {
+		case b.commitNow <- struct{}{}:
+		default:
+		}
 	}
-	return nil
+	return err
 }
 
 // Read opens a consistent view of the backend: committed data plus the
-// writes buffered when the view opened. The caller must Close it.
+// buffered writes. The caller must Close it.
 func (b *Backend) Read() *ReadTx {
 	b.dbMu.RLock()
 	b.bufMu.RLock()
@@ -295,15 +389,28 @@ func (b *Backend) Read() *ReadTx {
 		b.dbMu.RUnlock()
 		return &ReadTx{err: fmt.Errorf("begin read %s: %w", b.cfg.Path, err)}
 	}
-	return &ReadTx{b: b, tx: tx, buf: b.buf}
+	return &ReadTx{b: b, tx: tx, open: b.open, flushing: b.flushing}
 }
 
 // ReadTx is a read view of the backend. Values it returns are valid until Close.
 type ReadTx struct {
-	b   *Backend
-	tx  *bolt.Tx
-	buf *writeBuffer
-	err error
+	b *Backend
+	// tx began while flushing (if any) was not yet in the file; the
+	// writers still add to open.
+	tx             *bolt.Tx
+	open, flushing *writeBuffer
+	err            error
+}
+
+// buffered looks key up in the buffers, the newest first.
+func (rt *ReadTx) buffered(bucket, key []byte) (bufferedValue, bool) {
+	rt.b.bufMu.RLock()
+	bv, ok := rt.open.get(bucket, key)
+	rt.b.bufMu.RUnlock()
+	if !ok && rt.flushing != nil {
+		bv, ok = rt.flushing.get(bucket, key)
+	}
+	return bv, ok
 }
 
 // Get reads key from bucket.
@@ -311,10 +418,7 @@ func (rt *ReadTx) Get(bucket, key []byte) ([]byte, bool) {
 	if rt.err != nil {
 		return nil, false
 	}
-	rt.b.bufMu.RLock()
-	bv, ok := rt.buf.get(bucket, key)
-	rt.b.bufMu.RUnlock()
-	if ok {
+	if bv, ok := rt.buffered(bucket, key); ok {
 		return bv.value, !bv.deleted
 	}
 	bk := rt.tx.Bucket(bucket)
@@ -331,13 +435,17 @@ func (rt *ReadTx) Range(bucket, start, end []byte, fn func(k, v []byte) bool) er
 	if rt.err != nil {
 		return rt.err
 	}
+	// The buffered keys in range, each with its newest value.
 	rt.b.bufMu.RLock()
-	bufKeys := rt.buf.sortedKeysIn(bucket, start, end)
+	bufKeys := rt.open.sortedKeysIn(bucket, start, end)
 	bufVals := make([]bufferedValue, len(bufKeys))
 	for i, k := range bufKeys {
-		bufVals[i], _ = rt.buf.get(bucket, []byte(k))
+		bufVals[i], _ = rt.open.get(bucket, []byte(k))
 	}
 	rt.b.bufMu.RUnlock()
+	if rt.flushing != nil {
+		bufKeys, bufVals = mergeOlder(bufKeys, bufVals, rt.flushing, bucket, start, end)
+	}
 
 	var k, v []byte
 	var c *bolt.Cursor
@@ -371,6 +479,34 @@ func (rt *ReadTx) Range(bucket, start, end []byte, fn func(k, v []byte) bool) er
 	}
 }
 
+// mergeOlder adds to keys (sorted, with their values) the keys of older in
+// [start, end) that are not among them.
+func mergeOlder(keys []string, vals []bufferedValue, older *writeBuffer, bucket, start, end []byte) ([]string, []bufferedValue) {
+	olderKeys := older.sortedKeysIn(bucket, start, end)
+	if len(olderKeys) == 0 {
+		return keys, vals
+	}
+	mk := make([]string, 0, len(keys)+len(olderKeys))
+	mv := make([]bufferedValue, 0, len(keys)+len(olderKeys))
+	i, j := 0, 0
+	for i < len(keys) || j < len(olderKeys) {
+		switch {
+		case j == len(olderKeys) || (i < len(keys) && keys[i] < olderKeys[j]):
+			mk, mv = append(mk, keys[i]), append(mv, vals[i])
+			i++
+		case i == len(keys) || olderKeys[j] < keys[i]:
+			ov, _ := older.get(bucket, []byte(olderKeys[j]))
+			mk, mv = append(mk, olderKeys[j]), append(mv, ov)
+			j++
+		default: // in both: the newer write counts
+			mk, mv = append(mk, keys[i]), append(mv, vals[i])
+			i++
+			j++
+		}
+	}
+	return mk, mv
+}
+
 // Close ends the view.
 func (rt *ReadTx) Close() {
 	if rt.err != nil || rt.tx == nil {
@@ -381,26 +517,16 @@ func (rt *ReadTx) Close() {
 	rt.b.dbMu.RUnlock()
 }
 
-// Size returns the size of the bbolt file in bytes.
-func (b *Backend) Size() int64 {
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	if b.tx == nil {
-		return 0
-	}
-	return b.tx.Size()
-}
+// Size returns the size of the bbolt file in bytes, as of the last commit.
+func (b *Backend) Size() int64 { return b.size.Load() }
 
 // SizeInUse returns the bytes of the file holding live pages: the size less
 // the free pages, which a defragmentation would give back.
 func (b *Backend) SizeInUse() int64 {
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	if b.tx == nil {
-		return 0
-	}
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
 	st := b.db.Stats()
-	return b.tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(b.db.Info().PageSize)
+	return b.Size() - int64(st.FreePageN+st.PendingPageN)*int64(b.db.Info().PageSize)
 }
 
 // Hash returns the CRC-32 (Castagnoli) of every bucket name, key and value
@@ -444,9 +570,11 @@ func (b *Backend) SnapshotSize() int64 { return b.Size() }
 // Defrag rewrites the file without free pages. Writers and readers wait
 // while it runs; the original file stays intact until the copy is complete.
 func (b *Backend) Defrag() error {
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
 	b.batchMu.Lock()
 	defer b.batchMu.Unlock()
-	if b.tx == nil {
+	if b.closed {
 		return ErrBackendClosed
 	}
 	if err := b.commitLocked(); err != nil {
@@ -454,12 +582,8 @@ func (b *Backend) Defrag() error {
 	}
 	b.dbMu.Lock()
 	defer b.dbMu.Unlock()
-	b.tx.Rollback()
-	b.tx = nil
 	if err := defragFile(b.db, b.cfg.Path); err != nil {
-		// the original file is untouched: carry on with it
-		b.tx, _ = b.db.Begin(true)
-		return err
+		return err // the original file is untouched: carry on with it
 	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("defrag %s: close: %w", b.cfg.Path, err)
@@ -474,11 +598,10 @@ func (b *Backend) Defrag() error {
 		return err
 	}
 	b.db = db
-	if b.tx, err = db.Begin(true); err != nil {
-		b.failed = err
-		return err
-	}
-	return nil
+	return db.View(func(tx *bolt.Tx) error {
+		b.size.Store(tx.Size())
+		return nil
+	})
 }
 
 // defragFile copies db compactly into path+".defrag" and syncs it.
@@ -503,18 +626,18 @@ func defragFile(db *bolt.DB, path string) error {
 
 // Close commits the open batch and closes the file.
 func (b *Backend) Close() error {
+	b.commitMu.Lock()
 	b.batchMu.Lock()
-	if b.tx == nil {
+	if b.closed {
 		b.batchMu.Unlock()
+		b.commitMu.Unlock()
 		return nil
 	}
-	close(b.stop)
 	err := b.commitLocked()
-	if b.tx != nil { // empty, or the commit failed
-		b.tx.Rollback()
-	}
-	b.tx = nil
+	b.closed = true
 	b.batchMu.Unlock()
+	b.commitMu.Unlock()
+	close(b.stop)
 	<-b.done
 	b.dbMu.Lock()
 	defer b.dbMu.Unlock()

@@ -81,6 +81,24 @@ func (wb *writeBuffer) sortedKeysIn(bucket, start, end []byte) []string {
 	return slices.Clone(keys[lo:hi])
 }
 
+// bucketNames returns the buffer's buckets, in order.
+func (wb *writeBuffer) bucketNames() []string {
+	names := make([]string, 0, len(wb.buckets))
+	for name := range wb.buckets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sortedKeys returns the bucket's keys in order, to be read only.
+func (bb *bucketBuffer) sortedKeys() []string {
+	if bb.sorted {
+		return bb.keys
+	}
+	return slices.Sorted(slices.Values(bb.keys))
+}
+
 func (wb *writeBuffer) len() int {
 	n := 0
 	for _, bb := range wb.buckets {

@@ -324,14 +324,21 @@ func TestReadsSeeUncommittedWrites(t *testing.T) {
 		t.Fatalf("a write is not visible before its batch commits: %v %v", resp, err)
 	}
 	// The file itself does not have it yet.
-	r := s.b.Read()
-	_, inBuffer := r.buf.get(BucketKey, RevisionKey(Revision{Main: 2}, false))
-	r.Close()
-	if !inBuffer {
-		t.Error("the write is not in the write buffer")
+	key := RevisionKey(Revision{Main: 2}, false)
+	where := func() (buffered, inFile bool) {
+		r := s.b.Read()
+		defer r.Close()
+		_, buffered = r.open.get(BucketKey, key)
+		return buffered, r.tx.Bucket(BucketKey).Get(key) != nil
+	}
+	if buffered, inFile := where(); !buffered || inFile {
+		t.Errorf("before the commit: in the write buffer %v, in the file %v", buffered, inFile)
 	}
 	if err := s.b.ForceCommit(); err != nil {
 		t.Fatal(err)
+	}
+	if buffered, inFile := where(); buffered || !inFile {
+		t.Errorf("after the commit: in the write buffer %v, in the file %v", buffered, inFile)
 	}
 	resp, err = s.Range(&pb.RangeRequest{Key: []byte("k")})
 	if err != nil || len(resp.Kvs) != 1 {
