@@ -7,6 +7,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
@@ -90,8 +91,8 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	if len(e.GetData()) == 0 { // a new leader's empty entry
 		return w.End()
 	}
-	req := new(pb.InternalRaftRequest)
-	if err := proto.Unmarshal(e.GetData(), req); err != nil {
+	req, err := s.entryRequest(e.GetData())
+	if err != nil {
 		// Not ours to fail on: record it as applied and carry on.
 		s.log.Error("skipping an entry that does not decode", "index", e.GetIndex(), "err", err)
 		return w.End()
@@ -105,6 +106,90 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	}
 	s.waiters.trigger(requestID(req), res)
 	return nil
+}
+
+// entryRequest returns the request of a normal entry: the proposer's own
+// when it was proposed here and still waits, rather than a decoded copy.
+func (s *Server) entryRequest(data []byte) (*pb.InternalRaftRequest, error) {
+	if id, ok := peekRequestID(data); ok {
+		if req := s.waiters.proposal(id, data); req != nil {
+			return req, nil
+		}
+	}
+	req := new(pb.InternalRaftRequest)
+	return req, proto.Unmarshal(data, req)
+}
+
+// peekRequestID reads the ID of an encoded InternalRaftRequest (see
+// requestID) without decoding the rest. As in decoding, the last value of
+// a field counts, and headers that appear more than once merge.
+func peekRequestID(data []byte) (uint64, bool) {
+	var id, headerID uint64
+	var found, headerFound bool
+	ok := walkFields(data, func(num protowire.Number, v uint64) {
+		if num == internalRaftRequestID {
+			id, found = v, true
+		}
+	}, func(num protowire.Number, msg []byte) bool {
+		if num != internalRaftRequestHeader {
+			return true
+		}
+		return walkFields(msg, func(num protowire.Number, v uint64) {
+			if num == requestHeaderID {
+				headerID, headerFound = v, true
+			}
+		}, nil)
+	})
+	if !ok {
+		return 0, false
+	}
+	if headerFound {
+		return headerID, true
+	}
+	return id, found
+}
+
+// Field numbers of etcdserverpb.InternalRaftRequest and RequestHeader.
+const (
+	internalRaftRequestID     = 1
+	internalRaftRequestHeader = 100
+	requestHeaderID           = 1
+)
+
+// walkFields walks the top-level fields of an encoded message,
+// calling varint for each varint field and message (if not nil) for each
+// length-delimited one; false if the message does not parse or message said
+// so.
+func walkFields(data []byte, varint func(protowire.Number, uint64), message func(protowire.Number, []byte) bool) bool {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return false
+		}
+		data = data[n:]
+		switch typ {
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(data)
+			if n < 0 {
+				return false
+			}
+			varint(num, v)
+			data = data[n:]
+		case protowire.BytesType:
+			msg, n := protowire.ConsumeBytes(data)
+			if n < 0 || (message != nil && !message(num, msg)) {
+				return false
+			}
+			data = data[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, data)
+			if n < 0 {
+				return false
+			}
+			data = data[n:]
+		}
+	}
+	return true
 }
 
 func requestID(req *pb.InternalRaftRequest) uint64 {

@@ -133,7 +133,7 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	ch := s.waiters.register(id)
+	ch := s.waiters.register(id, nil, nil)
 	if err := s.node.ProposeConfChange(ctx, cc); err != nil {
 		s.waiters.cancel(id)
 		return s.proposeError(ctx, err)

@@ -69,7 +69,7 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	ch := s.waiters.register(id)
+	ch := s.waiters.register(id, req, data)
 	if err := s.node.Propose(ctx, data); err != nil {
 		s.waiters.cancel(id)
 		return applyResult{}, s.proposeError(ctx, err)

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // requestIDs generates the unique IDs of proposals: the member's low 16
@@ -25,17 +28,38 @@ func (g *requestIDs) get() uint64 { return g.next.Add(1) }
 // waiters hands each proposal's result to the goroutine that proposed it.
 type waiters struct {
 	mu sync.Mutex
-	m  map[uint64]chan applyResult
+	m  map[uint64]waiter
 }
 
-func newWaiters() *waiters { return &waiters{m: map[uint64]chan applyResult{}} }
+type waiter struct {
+	ch chan applyResult
+	// req and data are the request proposed and its encoding, which the
+	// apply loop uses rather than decode the entry again (nil for a conf
+	// change).
+	req  *pb.InternalRaftRequest
+	data []byte
+}
 
-func (w *waiters) register(id uint64) <-chan applyResult {
+func newWaiters() *waiters { return &waiters{m: map[uint64]waiter{}} }
+
+func (w *waiters) register(id uint64, req *pb.InternalRaftRequest, data []byte) <-chan applyResult {
 	ch := make(chan applyResult, 1)
 	w.mu.Lock()
-	w.m[id] = ch
+	w.m[id] = waiter{ch: ch, req: req, data: data}
 	w.mu.Unlock()
 	return ch
+}
+
+// proposal returns the request proposed here under id whose encoding is
+// data, if its proposer still waits.
+func (w *waiters) proposal(id uint64, data []byte) *pb.InternalRaftRequest {
+	w.mu.Lock()
+	wt := w.m[id]
+	w.mu.Unlock()
+	if wt.req == nil || !bytes.Equal(wt.data, data) {
+		return nil
+	}
+	return wt.req
 }
 
 func (w *waiters) len() int {
@@ -52,11 +76,11 @@ func (w *waiters) cancel(id uint64) {
 
 func (w *waiters) trigger(id uint64, r applyResult) {
 	w.mu.Lock()
-	ch := w.m[id]
+	wt, ok := w.m[id]
 	delete(w.m, id)
 	w.mu.Unlock()
-	if ch != nil {
-		ch <- r
+	if ok {
+		wt.ch <- r
 	}
 }
 
