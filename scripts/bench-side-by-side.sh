@@ -5,7 +5,9 @@
 #   servers  `cairn bench` against a single member of each (puts, then
 #            linearizable single-key ranges) and a 3-member cluster of each on
 #            loopback (puts); every measurement on a fresh cluster, the order
-#            reversed every other repetition;
+#            reversed every other repetition; with the CPU time the members
+#            used (from /proc), which the machine's load disturbs less than
+#            throughput;
 #   clients  on one fresh etcd 3.7.3, after a warm-up load that is not
 #            measured, etcd's own Go client (scripts/etcd-client-bench) and
 #            `cairn bench` in turn, A B A in odd repetitions and B A B in even
@@ -100,6 +102,16 @@ measure() {
     "$RESULTS/$name.$rep.json" >&2
 }
 
+# cpu_ticks: the CPU time (user and system, in clock ticks) the running
+# members have used so far, all together.
+cpu_ticks() {
+  local pid total=0
+  for pid in "${PIDS[@]}"; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+  done
+  echo "$total"
+}
+
 # prepare WORKLOAD: writes the key the range workload reads.
 prepare() {
   if [[ $1 == range ]]; then
@@ -137,7 +149,9 @@ run_all() {
       read -r kind size workload <<<"$run"
       start_cluster "$kind" "$size"
       prepare "$workload"
+      local ticks=$(cpu_ticks)
       measure "$kind$size-$workload" "$rep" cairn "$workload"
+      echo $(($(cpu_ticks) - ticks)) >"$RESULTS/$kind$size-$workload.$rep.cpu"
       stop_servers
     done
     local outer=etcdclient inner=cairn
@@ -178,6 +192,21 @@ paired() {
 mean_of() {
   jq -s "[.[] | $3] | add / length" $RESULTS/$1.$2.json
 }
+# cpu_per_request NAME: the members' CPU time per request, in µs, the median
+# over the repetitions.
+cpu_per_request() {
+  cat $RESULTS/$1.*.cpu | sort -g | awk -v hz="$(getconf CLK_TCK)" -v n="$TOTAL" \
+    '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] / hz / n * 1e6 }'
+}
+# paired_cpu A B: the median (lowest–highest) over the repetitions of A's CPU
+# time divided by B's in the same repetition.
+paired_cpu() {
+  local rep
+  for ((rep = 1; rep <= REPEAT; rep++)); do
+    echo "$(cat "$RESULTS/$1.$rep.cpu") $(cat "$RESULTS/$2.$rep.cpu")"
+  done | awk '{ print $1 / $2 }' | sort -g |
+    awk '{ v[NR] = $1 } END { printf "%.2f (%.2f–%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
 fmt_ms() { awk -v s="$1" 'BEGIN { printf "%.2f", s * 1000 }'; }
 figures() {
   printf '%.0f/s, p99 %s ms' "$(median "$1" .requests_per_second)" "$(fmt_ms "$(median "$1" .latency_seconds.percentiles.p99)")"
@@ -196,13 +225,20 @@ summarize() {
   fi
   echo "Figures: medians over the repetitions. Ratios: median (lowest–highest) of the ratios within each repetition."
   echo
-  echo "| workload (cairn bench) | etcd 3.7.3 | cairn serve | cairn/etcd throughput | cairn/etcd p99 latency |"
-  echo "|---|---|---|---|---|"
-  local title workload
+  local cpu_head="" cpu_rule="" title workload
+  if compgen -G "$RESULTS/*.cpu" >/dev/null; then
+    cpu_head=" servers' CPU per request, etcd / cairn | cairn/etcd CPU per request |" cpu_rule="---|---|"
+  fi
+  echo "| workload (cairn bench) | etcd 3.7.3 | cairn serve | cairn/etcd throughput | cairn/etcd p99 latency |$cpu_head"
+  echo "|---|---|---|---|---|$cpu_rule"
   for workload in "1-put:put, 1 member" "1-range:linearizable range, 1 member" "3-put:put, 3 members"; do
     title=${workload#*:} workload=${workload%%:*}
+    local cpu=""
+    if [[ -n $cpu_head ]]; then
+      cpu=" $(cpu_per_request "etcd$workload") µs / $(cpu_per_request "cairn$workload") µs | $(paired_cpu "cairn$workload" "etcd$workload") |"
+    fi
     echo "| $title | $(figures "etcd$workload") | $(figures "cairn$workload") |" \
-      "$(paired "cairn$workload" "etcd$workload" $rps) | $(paired "cairn$workload" "etcd$workload" $p99) |"
+      "$(paired "cairn$workload" "etcd$workload" $rps) | $(paired "cairn$workload" "etcd$workload" $p99) |$cpu"
   done
   echo
   echo "| workload on etcd 3.7.3 | etcd's client | cairn bench | cairn bench / etcd's client, throughput | p99 latency |"
