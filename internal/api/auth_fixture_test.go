@@ -11,45 +11,11 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/authtest"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/store"
 )
-
-// setPasswordsOffline replaces the password hashes of users in the db of a
-// stopped data dir, leaving everything else of them as etcd wrote it. The
-// fixture's passwords are unknown, so this is how the test can log in to
-// it: as an operator who resets passwords on a copy would.
-func setPasswordsOffline(t *testing.T, dataDir string, passwords map[string]string) {
-	t.Helper()
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(dataDir, "member", "snap", "db")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := st.Write()
-	defer w.End()
-	for name, pw := range passwords {
-		v := w.Backend().Get(store.BucketAuthUsers, []byte(name))
-		u, err := store.UnmarshalAuthUser(v)
-		if err != nil {
-			t.Fatalf("user %s in the fixture: %v", name, err)
-		}
-		if u.Password, err = auth.DefaultHasher.Hash(pw); err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Backend().Put(store.BucketAuthUsers, []byte(name), b); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestServesEtcdFixtureWithAuth starts a member on a copy of the data dir
 // etcd 3.7.3 wrote with authentication on (users root and alice, role
@@ -84,7 +50,9 @@ func TestServesEtcdFixtureWithAuth(t *testing.T) {
 	anon.Close()
 	m.stop()
 
-	setPasswordsOffline(t, dir, map[string]string{"root": "rootpw", "alice": "alicepw"})
+	// The fixture's passwords are unknown: reset them on the copy, as an
+	// operator would.
+	authtest.SetPasswordsOffline(t, dir, map[string]string{"root": "rootpw", "alice": "alicepw"})
 	m.start()
 	alice := m.client("alice", "alicepw")
 	if r, err := alice.Get(ctx, "/app/", clientv3.WithPrefix()); err != nil || len(r.Kvs) != 28 { // /app/config/3..30
