@@ -49,10 +49,6 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
 		grpc.MaxConcurrentStreams(1<<31-1),
-		// Reused goroutines for the calls: a new goroutine per call grows
-		// its stack on every call (a tenth of a member's CPU under a load
-		// of small writes); beyond 256 calls at once, gRPC starts new ones.
-		grpc.NumStreamWorkers(256),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(a.unaryAuth),   // auth: users and rules (auth.go)
 		grpc.ChainStreamInterceptor(a.streamAuth), // auth
