@@ -230,6 +230,11 @@ func (b *Backend) flush(batch *writeBuffer) error {
 			return fmt.Errorf("commit %s: bucket %q: %w", b.cfg.Path, name, err)
 		}
 		bb := batch.buckets[name]
+		if name == string(BucketKey) {
+			// Revisions only grow: pages that fill up are not written to
+			// again, so fill them (as etcd does) rather than split them in half.
+			bk.FillPercent = 0.9
+		}
 		for _, k := range bb.sortedKeys() {
 			v := bb.entries[k]
 			if v.deleted {
