@@ -33,11 +33,11 @@ func (w *WriteTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, erro
 	w.s.mu.RLock()
 	compactRev := w.s.compactRev
 	w.s.mu.RUnlock()
-	get := func(bucket, key []byte) ([]byte, bool) {
-		v := w.wt.Get(bucket, key)
-		return v, v != nil
-	}
-	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, get)
+	// One view for all of the range's reads (the batch's writes are in it),
+	// not a bbolt transaction per key.
+	rt := w.s.b.Read()
+	defer rt.Close()
+	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, rt.Get)
 }
 
 func (w *WriteTxn) nextRevision() Revision {
