@@ -183,15 +183,18 @@ func (w *WriteTxn) prevKV(key []byte, wanted bool) (*mvccpb.KeyValue, error) {
 
 // ExecDeleteRange runs a delete-range request.
 func (w *WriteTxn) ExecDeleteRange(req *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	if !req.PrevKv {
+		n, err := w.DeleteKeys(req.Key, req.RangeEnd)
+		if err != nil {
+			return nil, err
+		}
+		return &pb.DeleteRangeResponse{Header: header(w.Rev()), Deleted: n}, nil
+	}
 	deleted, err := w.DeleteRange(req.Key, req.RangeEnd)
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.DeleteRangeResponse{Header: header(w.Rev()), Deleted: int64(len(deleted))}
-	if req.PrevKv {
-		resp.PrevKvs = deleted
-	}
-	return resp, nil
+	return &pb.DeleteRangeResponse{Header: header(w.Rev()), Deleted: int64(len(deleted)), PrevKvs: deleted}, nil
 }
 
 // ExecCompaction runs a compaction request; the channel closes when the

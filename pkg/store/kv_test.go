@@ -139,8 +139,8 @@ func TestDeleteRangeAndLease(t *testing.T) {
 	if err := w.End(); err != nil {
 		t.Fatal(err)
 	}
-	if err != nil || len(deleted) != 2 || s.Rev() != 6 {
-		t.Fatalf("delete lease 5: %d keys, rev %d, %v; want 2 keys in one revision (6)", len(deleted), s.Rev(), err)
+	if err != nil || deleted != 2 || s.Rev() != 6 {
+		t.Fatalf("delete lease 5: %d keys, rev %d, %v; want 2 keys in one revision (6)", deleted, s.Rev(), err)
 	}
 	if got, _ := s.Range(&pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}}); got.Count != 0 {
 		t.Errorf("%d keys left", got.Count)

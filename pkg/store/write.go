@@ -90,6 +90,24 @@ func (w *WriteTxn) DeleteRange(key, end []byte) ([]*mvccpb.KeyValue, error) {
 	return res.KVs, nil
 }
 
+// DeleteKeys deletes the keys in [key, end) that exist and returns how
+// many: DeleteRange without reading the values.
+func (w *WriteTxn) DeleteKeys(key, end []byte) (int64, error) {
+	if len(key) == 0 {
+		return 0, ErrEmptyKey
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	kas, _ := w.s.index.rangeAt(key, end, w.Rev(), 0)
+	for _, ka := range kas {
+		if err := w.deleteKey(ka.key); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(kas)), nil
+}
+
 // deleteKey writes the tombstone of an existing key.
 func (w *WriteTxn) deleteKey(key []byte) error {
 	rev := w.nextRevision()
@@ -104,15 +122,15 @@ func (w *WriteTxn) deleteKey(key []byte) error {
 }
 
 // DeleteLease deletes every key attached to lease, in this one revision,
-// in key order.
-func (w *WriteTxn) DeleteLease(lease int64) ([]*mvccpb.KeyValue, error) {
-	var deleted []*mvccpb.KeyValue
+// in key order, and returns how many.
+func (w *WriteTxn) DeleteLease(lease int64) (int64, error) {
+	var deleted int64
 	for _, key := range w.s.leases.keysOf(lease) {
-		kvs, err := w.DeleteRange([]byte(key), nil)
+		n, err := w.DeleteKeys([]byte(key), nil)
+		deleted += n
 		if err != nil {
 			return deleted, err
 		}
-		deleted = append(deleted, kvs...)
 	}
 	return deleted, nil
 }
