@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,35 +97,7 @@ func startEtcdOnCopy(t *testing.T, etcd string, m *member) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "etcd-data")
 	copyDir(t, m.dataDir, dir)
-	e := exec.Command(etcd, "--name", m.name, "--data-dir", dir,
-		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
-		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl, "--initial-cluster", m.name+"="+m.purl)
-	logPath := filepath.Join(t.TempDir(), "etcd.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Stdout, e.Stderr = logf, logf
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { e.Wait(); logf.Close(); close(exited) }()
-	t.Cleanup(func() { e.Process.Kill(); <-exited })
-	waitFor(t, 20*time.Second, "etcd healthy on cairn's data dir", func() bool {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(logPath)
-			t.Fatalf("%s exited on cairn's data dir; log:\n%s", etcd, log)
-		default:
-		}
-		resp, err := http.Get(m.curl + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	etcdref.Run(t, etcd, m.name, dir, m.curl, m.purl)
 }
 
 // TestCairnStartsOnEtcdDataDir starts cairn serve on a copy of the data dir
