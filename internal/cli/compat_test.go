@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // compatScript is run once with etcdctl and once with cairn, each time on a
@@ -244,7 +245,7 @@ var compatScript = []step{
 // TestCompatibilityWithEtcdctl runs compatScript with both tools and
 // compares them step by step.
 func TestCompatibilityWithEtcdctl(t *testing.T) {
-	etcdctl := filepath.Join(clienttest.ReferenceDir(t), "etcdctl")
+	etcdctl := etcdref.Bin(t, "etcdctl")
 	cairn := clienttest.CairnBinary(t)
 	for _, server := range clienttest.Servers(t) {
 		t.Run(server.Name, func(t *testing.T) {

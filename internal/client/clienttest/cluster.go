@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
+	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // ServerEnv names the environment variable that selects the server under
@@ -35,64 +36,13 @@ const ServerEnv = "CAIRN_TEST_SERVER"
 // startTimeout bounds how long a cluster may take to elect a leader.
 const startTimeout = 30 * time.Second
 
-var (
-	referenceOnce sync.Once
-	referenceDir  string
-	referenceErr  error
-)
-
-// ReferenceDir returns the folder holding the reference etcd, etcdctl and
-// etcdutl 3.7.3, building them on first use; it skips the test when they
-// cannot be had.
-func ReferenceDir(t testing.TB) string {
-	t.Helper()
-	referenceOnce.Do(func() {
-		referenceDir, referenceErr = findReference()
-	})
-	if referenceErr != nil {
-		t.Skipf("reference etcd 3.7.3 unavailable (shared/tools/reference-etcd.sh failed): %v", referenceErr)
-	}
-	return referenceDir
-}
-
-func findReference() (string, error) {
-	script, err := findUp("shared/tools/reference-etcd.sh")
-	if err != nil {
-		return "", err
-	}
-	out, err := exec.Command("bash", script).Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", script, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// findUp looks for rel in the working directory and its parents.
-func findUp(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%s not found above the working directory", rel)
-		}
-		dir = parent
-	}
-}
-
 // ServerCommand is the command line that starts a member, before its flags.
 func ServerCommand(t testing.TB) []string {
 	t.Helper()
 	if cmd := strings.Fields(os.Getenv(ServerEnv)); len(cmd) > 0 {
 		return cmd
 	}
-	return []string{filepath.Join(ReferenceDir(t), "etcd")}
+	return []string{etcdref.Bin(t, "etcd")}
 }
 
 // Options shape a test cluster.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 var (
@@ -58,7 +60,7 @@ func Servers(t testing.TB) []Server {
 		return []Server{{Name: "selected", Command: ServerCommand(t)}}
 	}
 	return []Server{
-		{Name: "etcd", Command: []string{filepath.Join(ReferenceDir(t), "etcd")}},
+		{Name: "etcd", Command: []string{etcdref.Bin(t, "etcd")}},
 		{Name: "cairn-serve", Command: []string{CairnBinary(t), "serve"}},
 	}
 }
