@@ -50,8 +50,8 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.MaxSendMsgSize(1<<31-1),
 		grpc.MaxConcurrentStreams(1<<31-1),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(a.unaryAuth),   // auth: users and rules (auth.go)
-		grpc.ChainStreamInterceptor(a.streamAuth), // auth
+		grpc.ChainUnaryInterceptor(a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
+		grpc.ChainStreamInterceptor(a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
 	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})

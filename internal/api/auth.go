@@ -162,16 +162,16 @@ func (a *API) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		ss.RecvMsg(new(emptypb.Empty))
 		return toGRPC(err)
 	}
-	return handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
+	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 }
 
-// authedStream is a stream whose context carries its caller.
-type authedStream struct {
+// ctxStream is a stream with a context of the interceptor's: its caller, a cancellation.
+type ctxStream struct {
 	grpc.ServerStream
 	ctx context.Context
 }
 
-func (s *authedStream) Context() context.Context { return s.ctx }
+func (s *ctxStream) Context() context.Context { return s.ctx }
 
 // checkWatch checks that the caller of a watch stream may read the range a
 // watcher asks for.

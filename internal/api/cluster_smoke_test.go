@@ -3,41 +3,21 @@ package api
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/server"
-	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 func TestThreeMembersInProcess(t *testing.T) {
-	type m struct{ name, curl, purl string }
-	var ms []m
-	var initial []string
-	for i := 1; i <= 3; i++ {
-		x := m{fmt.Sprintf("m%d", i), testnet.FreeURL(t), testnet.FreeURL(t)}
-		ms = append(ms, x)
-		initial = append(initial, x.name+"="+x.purl)
-	}
+	ms := startInProcess(t, 3, func(cfg *server.Config) { cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 50, 10 })
 	var curls []string
 	servers := make([]*server.Server, 3)
-	for i, x := range ms {
-		s, err := server.Start(server.Config{Name: x.name, DataDir: t.TempDir(), ListenClientURLs: []string{x.curl}, ListenPeerURLs: []string{x.purl},
-			InitialCluster: strings.Join(initial, ","), SnapshotCount: 50, SnapshotCatchUpEntries: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		servers[i] = s
-		defer s.Stop()
-		a := New(s, nil)
-		if err := a.Serve([]string{x.curl}); err != nil {
-			t.Fatal(err)
-		}
-		defer a.Stop()
-		curls = append(curls, x.curl)
+	for i, m := range ms {
+		curls = append(curls, m.curl)
+		servers[i] = m.s
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: curls[1:2], DialTimeout: 5 * time.Second})
 	if err != nil {

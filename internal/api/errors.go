@@ -41,6 +41,7 @@ var grpcErrors = map[error]error{
 	server.ErrTooManyLearners:     rpctypes.ErrGRPCTooManyLearners,
 	server.ErrLearnerNotReady:     rpctypes.ErrGRPCNotSupportedForLearner,
 	server.ErrUnhealthy:           rpctypes.ErrGRPCUnhealthy,
+	server.ErrNotEnoughStarted:    rpctypes.ErrGRPCMemberNotEnoughStarted,
 	server.ErrBadLeaderTransferee: rpctypes.ErrGRPCBadLeaderTransferee,
 
 	server.ErrWrongDowngradeVersionFormat:   rpctypes.ErrGRPCWrongDowngradeVersionFormat,

@@ -37,6 +37,20 @@ func (l *leaseServer) LeaseRevoke(ctx context.Context, req *pb.LeaseRevokeReques
 }
 
 func (l *leaseServer) LeaseKeepAlive(stream grpc.BidiStreamingServer[pb.LeaseKeepAliveRequest, pb.LeaseKeepAliveResponse]) error {
+	// Renewals run apart, so that the stream ends when its context does
+	// (a require-leader stream on a member that lost its leader) even while
+	// it waits for the client's next request.
+	errc := make(chan error, 1)
+	go func() { errc <- l.keepAlive(stream) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-stream.Context().Done():
+		return stream.Context().Err()
+	}
+}
+
+func (l *leaseServer) keepAlive(stream grpc.BidiStreamingServer[pb.LeaseKeepAliveRequest, pb.LeaseKeepAliveResponse]) error {
 	for {
 		req, err := stream.Recv()
 		if err == io.EOF {

@@ -61,6 +61,8 @@ default.cairn, like a bare etcd.`,
 	f.Int64("quota-backend-bytes", server.DefaultQuotaBackendBytes, "raise alarms when backend size exceeds the given quota")
 	f.Uint("max-request-bytes", server.DefaultMaxRequestBytes, "maximum client request size in bytes the server will accept")
 	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
+	f.Bool("strict-reconfig-check", true, "reject reconfiguration requests that would cause quorum loss")
+	f.String("feature-gates", "", server.FeatureHelp())
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
 	f.String("auth-token", server.DefaultAuthToken, "specify a v3 authentication token type and its options ('simple' or 'jwt,pub-key=PATH,priv-key=PATH,sign-method=ALG[,ttl=DURATION]')")
@@ -105,6 +107,10 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
+	features, err := server.ParseFeatures(v.GetString("feature-gates"))
+	if err != nil {
+		return server.Config{}, fmt.Errorf("invalid value %q for flag -feature-gates: %w", v.GetString("feature-gates"), err)
+	}
 	cfg := server.Config{
 		Name:                     v.GetString("name"),
 		DataDir:                  v.GetString("data-dir"),
@@ -128,6 +134,8 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		AuthTokenTTL:             time.Duration(v.GetUint("auth-token-ttl")) * time.Second,
 		BcryptCost:               v.GetInt("bcrypt-cost"),
 		EnablePprof:              v.GetBool("enable-pprof"),
+		NoStrictReconfigCheck:    !v.GetBool("strict-reconfig-check"),
+		Features:                 features,
 		ClientTLS: servertls.Files{
 			CertFile:       v.GetString("cert-file"),
 			KeyFile:        v.GetString("key-file"),
@@ -193,10 +201,20 @@ func runServe(cfg server.Config) error {
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
-	select {
-	case sig := <-sigc:
-		cfg.Logger.Info("shutting down", "signal", sig.String())
-	case <-s.Done():
+	ready := s.Ready()
+	for stop := false; !stop; {
+		select {
+		case <-ready:
+			// The line etcd's tools and tests wait for.
+			cfg.Logger.Info("ready to serve client requests", "urls", s.Config().ListenClientURLs)
+			ready = nil
+		case sig := <-sigc:
+			cfg.Logger.Info("shutting down", "signal", sig.String())
+			s.HandOffLeadership()
+			stop = true
+		case <-s.Done():
+			stop = true
+		}
 	}
 	a.Stop()
 	s.Stop()

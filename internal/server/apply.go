@@ -278,13 +278,19 @@ func (s *Server) applyMemberAttrs(w *store.WriteTxn, req *pb.InternalRaftRequest
 // applyConfChange changes the membership and tells raft.
 func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already bool) error {
 	var result error
+	if removesLastVoter(s.confState, cc) {
+		s.log.Warn("refused a conf change that removes the last voter", "member-id", fmt.Sprintf("%x", cc.GetNodeId()), "index", e.GetIndex())
+		result = ErrNotEnoughStarted
+	}
 	if !already {
 		w := s.st().Write()
 		if err := w.SetConsistentIndex(e.GetIndex(), e.GetTerm()); err != nil {
 			w.End()
 			return err
 		}
-		result = s.applyMembershipChange(w.Backend(), cc)
+		if result == nil {
+			result = s.applyMembershipChange(w.Backend(), cc)
+		}
 		if err := w.End(); err != nil {
 			return err
 		}

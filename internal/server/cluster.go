@@ -45,6 +45,10 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 	if isLearner && learners >= maxLearners {
 		return Member{}, nil, ErrTooManyLearners
 	}
+	if err := s.checkAdd(isLearner); err != nil {
+		s.log.Warn("rejecting member add request; local member has not been connected to majority peers, reconfigure breaks active quorum", "peer-urls", peerURLs, "learner", isLearner, "err", err)
+		return Member{}, nil, err
+	}
 	m := Member{ID: MemberID(peerURLs, s.cfg.InitialClusterToken, time.Now().Unix()), PeerURLs: peerURLs, IsLearner: isLearner}
 	typ := raftpb.ConfChangeType_ConfChangeAddNode
 	if isLearner {
@@ -67,6 +71,10 @@ func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]Member, error) 
 			return nil, ErrMemberIDRemoved
 		}
 		return nil, ErrMemberNotFound
+	}
+	if err := s.checkRemove(id); err != nil {
+		s.log.Warn("rejecting member remove request", "member-id", fmt.Sprintf("%x", id), "err", err)
+		return nil, err
 	}
 	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeRemoveNode, m); err != nil {
 		return nil, err
@@ -118,6 +126,9 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error)
 	if !ok || learner.Match == 0 || leader.Match > learner.Match+s.cfg.SnapshotCount/10 {
 		return nil, ErrNotLearnerReady
 	}
+	if err := s.checkPromote(); err != nil {
+		return nil, err
+	}
 	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeAddNode, m); err != nil {
 		return nil, err
 	}
@@ -128,6 +139,9 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	mctx, err := encodeMemberContext(m)
 	if err != nil {
 		return err
+	}
+	if s.leaderID.Load() == 0 {
+		return ErrNoLeader
 	}
 	id := s.reqIDs.get()
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
@@ -259,4 +273,37 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 		}
 	}
 	return nil
+}
+
+// HandOffLeadership, on the leader of a cluster with other voters, moves
+// leadership to the most caught-up one that is active, as etcd does before
+// it stops: the cluster then goes on without waiting out an election
+// timeout for the stopped leader (and its term rises by one, not two).
+// It returns when done or after two election timeouts.
+func (s *Server) HandOffLeadership() {
+	if s.leaderID.Load() != s.id {
+		return
+	}
+	st := s.node.Status()
+	var target uint64
+	var best uint64
+	for id, pr := range st.Progress {
+		if id == s.id || pr.IsLearner || !pr.RecentActive {
+			continue
+		}
+		if target == 0 || pr.Match > best {
+			target, best = id, pr.Match
+		}
+	}
+	if target == 0 {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.ElectionTimeout)
+	defer cancel()
+	if err := s.MoveLeader(ctx, target); err != nil {
+		s.log.Warn("leadership transfer before stopping failed", "to", fmt.Sprintf("%x", target), "err", err)
+		return
+	}
+	s.log.Info("transferred leadership before stopping", "from", fmt.Sprintf("%x", s.id), "to", fmt.Sprintf("%x", target), "took", time.Since(start).String())
 }

@@ -55,7 +55,13 @@ type Config struct {
 	// EnablePprof serves Go's runtime profiles at /debug/pprof/ on the
 	// client URLs (etcd's --enable-pprof).
 	EnablePprof bool
-	Logger      *slog.Logger
+	// NoStrictReconfigCheck is etcd's --strict-reconfig-check=false:
+	// membership changes that leave too few started or connected members
+	// for a quorum are accepted. (Removing the last voter never is.)
+	NoStrictReconfigCheck bool
+	// Features are the feature gates (--feature-gates).
+	Features Features
+	Logger   *slog.Logger
 }
 
 // Defaults of etcd.

@@ -18,6 +18,7 @@ var (
 	ErrPeerURLExists       = errors.New("etcdserver: Peer URLs already exists")
 	ErrMemberIDRemoved     = errors.New("etcdserver: member ID has been removed")
 	ErrUnhealthy           = errors.New("etcdserver: unhealthy cluster")
+	ErrNotEnoughStarted    = errors.New("etcdserver: re-configuration failed due to not enough started members")
 	ErrLearnerNotReady     = errors.New("etcdserver: rpc not supported for learner")
 	ErrNotLeader           = errors.New("etcdserver: not leader")
 	ErrLeaderChanged       = errors.New("etcdserver: leader changed")

@@ -67,6 +67,11 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 	if len(data) > s.cfg.MaxRequestBytes {
 		return applyResult{}, ErrRequestTooLarge
 	}
+	if s.leaderID.Load() == 0 {
+		// Not proposed, so the client may safely send it to another member.
+		s.proposalsFailed.Add(1)
+		return applyResult{}, ErrNoLeader
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
 	ch := s.waiters.register(id, req, data)
@@ -105,6 +110,9 @@ func (s *Server) proposeError(ctx context.Context, err error) error {
 // committed before the call, as confirmed by the leader (ReadIndex).
 // Concurrent callers share one ReadIndex round.
 func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	if s.leaderID.Load() == 0 {
+		return ErrNoLeader
+	}
 	done := make(chan error, 1)
 	select {
 	case s.readc <- done:
@@ -164,11 +172,21 @@ func (s *Server) readIndex(seq uint64) error {
 		defer cancel()
 		return s.node.ReadIndex(ctx, rctx)
 	}
+	changed := s.leaderless.leaderChange()
 	if err := send(); err != nil {
 		return s.proposeError(context.Background(), err)
 	}
 	for {
 		select {
+		case <-changed:
+			// A request sent to a leader that has just stepped down (a
+			// paused leader that comes back, say) is lost: ask the new
+			// one at once instead of at the next retry.
+			changed = s.leaderless.leaderChange()
+			if s.leaderID.Load() == 0 {
+				return ErrNoLeader
+			}
+			send()
 		case rs := <-s.readState:
 			if string(rs.RequestCtx) != string(rctx) {
 				continue // an older round's answer
@@ -206,17 +224,24 @@ func (s *Server) publishAttributes() {
 		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.AdvertiseClientURLs},
 	}}
 	for !s.stopping() {
+		changed := s.leaderless.leaderChange()
 		ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
 		_, err := s.Propose(ctx, proto.Clone(req).(*pb.InternalRaftRequest))
 		cancel()
 		if err == nil {
 			s.log.Info("published member attributes", "name", s.cfg.Name, "client-urls", s.cfg.AdvertiseClientURLs)
+			close(s.ready)
 			return
+		}
+		retry := time.After(s.cfg.ElectionTimeout)
+		if errors.Is(err, ErrNoLeader) {
+			retry = nil // try again as soon as there is a leader
 		}
 		select {
 		case <-s.stopc:
 			return
-		case <-time.After(s.cfg.ElectionTimeout):
+		case <-changed:
+		case <-retry:
 		}
 	}
 }

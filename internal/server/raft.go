@@ -146,6 +146,7 @@ func (s *Server) onLeaderChange(old, lead uint64) {
 	default:
 		s.log.Info("following a leader", "leader", fmt.Sprintf("%x", lead))
 	}
+	s.leaderless.set(lead)
 	s.leaderChanged(lead)
 }
 
@@ -175,12 +176,52 @@ func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
 	return snap, walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm()}, nil
 }
 
-// Process steps a message from a peer (transport.Raft).
+// Process steps a message from a peer (transport.Raft). A proposal that a
+// follower forwards is queued for forwardedLoop instead: raft takes no
+// proposal while it has no leader, so stepping one here could block the
+// reader of that peer's stream, and none of its heartbeats, appends or
+// votes would be read again.
 func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 	if err := s.checkPeerMessage(m); err != nil {
 		return err
 	}
+	if m.GetType() == raftpb.MessageType_MsgProp {
+		select {
+		case s.forwarded <- m:
+		default:
+			s.proposalsFailed.Add(1) // dropped, as raft may drop any proposal
+		}
+		return nil
+	}
 	return s.node.Step(ctx, m)
+}
+
+// forwardedQueueSize is how many forwarded proposal messages (each may
+// carry many entries) wait to be stepped; more are dropped.
+const forwardedQueueSize = 1024
+
+// forwardedLoop steps the proposals followers forward. One that arrives
+// while this member has no leader is dropped at once (its proposer's
+// request times out, as with any lost proposal); one that raft does not
+// take within a heartbeat, because the leader was lost meanwhile, too.
+func (s *Server) forwardedLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case m := <-s.forwarded:
+			if s.leaderID.Load() == 0 {
+				s.proposalsFailed.Add(1)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HeartbeatInterval)
+			if err := s.node.Step(ctx, m); err != nil {
+				s.proposalsFailed.Add(1)
+			}
+			cancel()
+		}
+	}
 }
 
 // checkPeerMessage lets only messages between members of this cluster reach

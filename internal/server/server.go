@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -50,9 +51,10 @@ type Server struct {
 	waiters *waiters
 	applied *appliedWaiters
 
-	leaderID atomic.Uint64
-	term     atomic.Uint64
-	commit   atomic.Uint64
+	leaderID   atomic.Uint64
+	leaderless *leaderless
+	term       atomic.Uint64
+	commit     atomic.Uint64
 
 	leaderChanges   atomic.Uint64
 	proposalsFailed atomic.Uint64
@@ -60,6 +62,9 @@ type Server struct {
 	applyc    chan toApply
 	readc     chan chan error // linearizable read requests
 	readState chan raft.ReadState
+	// forwarded holds the proposals followers forward to this member, for
+	// forwardedLoop to step (raft.go).
+	forwarded chan *raftpb.Message
 
 	// apply-loop state
 	appliedIndex  uint64
@@ -68,6 +73,11 @@ type Server struct {
 	confState     *raftpb.ConfState
 	// snapshotForced asks for a snapshot after the entries being applied.
 	snapshotForced bool
+
+	// ready is closed once the member has published its attributes through
+	// raft: it has a leader and has caught up with the cluster (etcd's
+	// "ready to serve client requests").
+	ready chan struct{}
 
 	// versionCheck wakes clusterVersionLoop.
 	versionCheck chan struct{}
@@ -98,7 +108,8 @@ func Start(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
 		waiters: newWaiters(), applied: newAppliedWaiters(),
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
-		stopc: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
+		forwarded: make(chan *raftpb.Message, forwardedQueueSize), leaderless: newLeaderless(2 * cfg.ElectionTimeout),
+		stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
 	}
 	tokens, err := auth.NewTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL, cfg.Logger)
 	if err != nil {
@@ -155,12 +166,19 @@ func Start(cfg Config) (*Server, error) {
 		s.Stop()
 		return nil, err
 	}
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go s.raftLoop()
+	go s.forwardedLoop()
 	go s.applyLoop()
 	go s.readIndexLoop()
 	go s.leaseLoop()
 	go s.clusterVersionLoop()
+	if vs := s.voters(); len(vs) == 1 && vs[0].ID == s.id {
+		// The only voter need not wait out an election timeout to lead.
+		if err := s.node.Campaign(context.Background()); err != nil {
+			s.log.Warn("campaigning at start failed", "err", err)
+		}
+	}
 	s.wg.Add(1)
 	go s.publishAttributes()
 	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {
@@ -352,6 +370,11 @@ func (s *Server) StoreReplaced() <-chan struct{} { return *s.replaced.Load() }
 // Config returns the member's configuration.
 func (s *Server) Config() Config { return s.cfg }
 
+// Ready is closed once the member serves clients: it has published its
+// name and client URLs through raft, so it has a leader and has applied the
+// log up to that entry.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
 // Done is closed when the member stops, on Stop or on a fatal error.
 func (s *Server) Done() <-chan struct{} { return s.stopc }
 
@@ -382,6 +405,7 @@ func (s *Server) Stop() {
 		srv.Close()
 	}
 	s.wg.Wait()
+	s.leaderless.stop()
 	if s.transport != nil {
 		s.transport.Stop()
 	}

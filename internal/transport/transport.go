@@ -63,6 +63,12 @@ type Transport struct {
 	client *http.Client
 	mu     sync.RWMutex
 	peers  map[uint64]*peer
+
+	// Open message streams from each peer, and since when one has been
+	// open without a break (ActiveSince).
+	amu     sync.Mutex
+	streams map[uint64]int
+	since   map[uint64]time.Time
 }
 
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
@@ -82,8 +88,9 @@ func NewClient(tlsConfig *tls.Config) *http.Client {
 func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.Client, log *slog.Logger) *Transport {
 	return &Transport{
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
-		client: client,
-		peers:  make(map[uint64]*peer),
+		client:  client,
+		peers:   make(map[uint64]*peer),
+		streams: make(map[uint64]int), since: make(map[uint64]time.Time),
 	}
 }
 
@@ -181,9 +188,39 @@ func (t *Transport) checkCluster(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// ActiveSince returns since when a message stream from the peer has been
+// open without a break; zero if none is.
+func (t *Transport) ActiveSince(id uint64) time.Time {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	return t.since[id]
+}
+
+// streamOpened and streamClosed count a peer's open message streams.
+func (t *Transport) streamOpened(id uint64) {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	if t.streams[id]++; t.streams[id] == 1 {
+		t.since[id] = time.Now()
+	}
+}
+
+func (t *Transport) streamClosed(id uint64) {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	if t.streams[id]--; t.streams[id] <= 0 {
+		delete(t.streams, id)
+		delete(t.since, id)
+	}
+}
+
 func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if !t.checkCluster(w, r) {
 		return
+	}
+	if from, err := strconv.ParseUint(r.Header.Get(HeaderFrom), 16, 64); err == nil {
+		t.streamOpened(from)
+		defer t.streamClosed(from)
 	}
 	body := io.LimitReader(r.Body, 512<<20)
 	var buf bytes.Buffer

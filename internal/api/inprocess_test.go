@@ -1,0 +1,60 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
+)
+
+// inProcessMember is a member and its API in the test's process.
+type inProcessMember struct {
+	s    *server.Server
+	a    *API
+	curl string
+	once sync.Once
+}
+
+// stop stops the member (once; the test's cleanup stops it too).
+func (m *inProcessMember) stop() {
+	m.once.Do(func() {
+		m.a.Stop()
+		m.s.Stop()
+	})
+}
+
+// startInProcess starts a cluster of n members on free loopback ports;
+// configure, if not nil, adjusts each member's configuration.
+func startInProcess(t *testing.T, n int, configure func(*server.Config)) []*inProcessMember {
+	t.Helper()
+	var names, curls, purls, initial []string
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("m%d", i))
+		curls = append(curls, testnet.FreeURL(t))
+		purls = append(purls, testnet.FreeURL(t))
+		initial = append(initial, names[i-1]+"="+purls[i-1])
+	}
+	var ms []*inProcessMember
+	for i := range n {
+		cfg := server.Config{Name: names[i], DataDir: t.TempDir(), ListenClientURLs: []string{curls[i]}, ListenPeerURLs: []string{purls[i]},
+			InitialCluster: strings.Join(initial, ",")}
+		if configure != nil {
+			configure(&cfg)
+		}
+		s, err := server.Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &inProcessMember{s: s, a: New(s, nil), curl: curls[i]}
+		t.Cleanup(m.stop)
+		if err := m.a.Serve([]string{m.curl}); err != nil {
+			m.s.Stop()
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}

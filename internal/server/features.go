@@ -1,0 +1,83 @@
+package server
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Features are the server's feature gates (--feature-gates
+// "Name=true,Other=false"), with etcd 3.7.3's names, defaults and errors,
+// and cairn's own gates beside them.
+type Features map[string]bool
+
+// Feature gate names.
+const (
+	FeatureInitialCorruptCheck = "InitialCorruptCheck"
+	FeatureCompactHashCheck    = "CompactHashCheck"
+)
+
+// featureDefaults lists every gate a member knows, with its default.
+var featureDefaults = map[string]bool{
+	"AllAlpha":                     false,
+	"AllBeta":                      false,
+	FeatureCompactHashCheck:        false,
+	"FastLeaseKeepAlive":           true,
+	FeatureInitialCorruptCheck:     false,
+	"LeaseCheckpoint":              false,
+	"LeaseCheckpointPersist":       false,
+	"PriorityRequest":              false,
+	"SetMemberLocalAddr":           false,
+	"StopGRPCServiceOnDefrag":      false,
+	"TxnModeWriteWithSharedBuffer": true,
+}
+
+// ParseFeatures reads a --feature-gates value; unset gates keep their
+// defaults.
+func ParseFeatures(s string) (Features, error) {
+	f := Features{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(kv, "=")
+		name = strings.TrimSpace(name)
+		if _, known := featureDefaults[name]; !known {
+			return nil, fmt.Errorf("unrecognized feature gate: %s", name)
+		}
+		if !ok {
+			return nil, fmt.Errorf("missing bool value for %s", name)
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("invalid value of %s=%s, err: %v", name, value, err)
+		}
+		f[name] = on
+	}
+	return f, nil
+}
+
+// Enabled reports whether a gate is on.
+func (f Features) Enabled(name string) bool {
+	if on, set := f[name]; set {
+		return on
+	}
+	return featureDefaults[name]
+}
+
+// FeatureHelp lists the gates for --help, as etcd's does.
+func FeatureHelp() string {
+	names := make([]string, 0, len(featureDefaults))
+	for n := range featureDefaults {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("A set of key=value pairs that describe server level feature gates for alpha/experimental features. Options are:")
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n%s=true|false (default=%v)", n, featureDefaults[n])
+	}
+	return b.String()
+}
