@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/store"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -161,5 +162,41 @@ func TestCheckpointApply(t *testing.T) {
 	}
 	if _, ok := e.l.Lookup(99); ok {
 		t.Error("checkpoint of an unknown lease created a lease")
+	}
+}
+
+// The apply loop checks puts with CheckLease: a put names a lease only
+// while it exists in the log's order, and a lessor recovered from the db
+// (a restart, a snapshot) answers as the one that applied the log.
+func TestCheckLeaseForPuts(t *testing.T) {
+	e := newEnv(t, Config{})
+	putWithCheck := func(key string, lease int64) error {
+		return e.apply(func(w *store.WriteTxn) error {
+			w.CheckLeases(e.l.CheckLease)
+			_, err := w.ExecPut(&pb.PutRequest{Key: []byte(key), Value: []byte("v"), Lease: lease})
+			return err
+		})
+	}
+	e.grant(1, 60)
+	e.grant(2, 60)
+	if err := putWithCheck("a", 1); err != nil {
+		t.Fatalf("put on a granted lease: %v", err)
+	}
+	if err := e.revoke(1); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, putWithCheck("b", 1), ErrLeaseNotFound)
+	wantErr(t, putWithCheck("c", 3), ErrLeaseNotFound)
+	if e.exists("a") || e.exists("b") || e.exists("c") {
+		t.Errorf("keys after the revocation and the refused puts: a %v b %v c %v, want none", e.exists("a"), e.exists("b"), e.exists("c"))
+	}
+	recovered, err := New(e.s, Config{Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]error{1: ErrLeaseNotFound, 2: nil, 3: ErrLeaseNotFound} {
+		if got, applied := recovered.CheckLease(id), e.l.CheckLease(id); got != want || applied != want {
+			t.Errorf("CheckLease(%d): recovered %v, applying lessor %v; want %v", id, got, applied, want)
+		}
 	}
 }

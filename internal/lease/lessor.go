@@ -180,6 +180,19 @@ func (l *Lessor) Lookup(id int64) (Lease, bool) {
 	return ls.snapshot(), true
 }
 
+// CheckLease returns ErrLeaseNotFound unless lease id exists. The apply
+// loop has puts checked with it (store.WriteTxn.CheckLeases): leases are
+// granted and revoked only by applying the log (and restored from the db
+// at a log position), so at the same entry every member answers the same.
+func (l *Lessor) CheckLease(id int64) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if _, ok := l.leases[id]; !ok {
+		return ErrLeaseNotFound
+	}
+	return nil
+}
+
 // Leases returns the IDs of every lease, in increasing order.
 func (l *Lessor) Leases() []int64 {
 	l.mu.RLock()

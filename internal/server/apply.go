@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -98,6 +99,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 		return w.End()
 	}
 	res := s.applyRequest(w, req, e.GetIndex())
+	failpoint.Hit("applyBeforeConsistentIndex")
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 	}
@@ -213,6 +215,9 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	if s.alarms.noSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}
+	// A put (alone or in a txn) may name only a lease that exists at this
+	// point of the log, as in etcd; else it fails and writes nothing.
+	w.CheckLeases(s.lessor.CheckLease)
 	switch {
 	case req.Put != nil:
 		resp, err := w.ExecPut(req.Put)

@@ -18,11 +18,17 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 	if rev > w.Rev() {
 		return nil, ErrFutureRev
 	}
-	s.mu.Lock()
-	if rev <= s.compactRev {
-		s.mu.Unlock()
+	// Only writers move the compaction, and w is the one writer now: the
+	// compact revision and the index stay as read here until s.mu is taken.
+	prev := s.CompactRev()
+	if rev <= prev {
 		return nil, ErrCompacted
 	}
+	// HashKV(rev) is to answer from now on what it answers before the
+	// compaction; the compactor computes that as it goes through the
+	// revisions, with what the index knows before it forgets.
+	hasher := newKVHasher(s.index, prev, rev)
+	s.mu.Lock()
 	s.compactRev = rev
 	keep := s.index.compact(rev)
 	s.mu.Unlock()
@@ -31,7 +37,7 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 		return nil, err
 	}
 	s.watch.compacted(rev)
-	return s.compactor.enqueue(rev, keep), nil
+	return s.compactor.enqueue(compactionJob{rev: rev, prevRev: prev, keep: keep, hasher: hasher}), nil
 }
 
 // compactor removes compacted revisions from the backend, one compaction
@@ -48,9 +54,13 @@ type compactor struct {
 }
 
 type compactionJob struct {
-	rev  int64
-	keep map[Revision]struct{}
-	done chan struct{}
+	rev     int64
+	prevRev int64 // the compaction before this one (0: none)
+	keep    map[Revision]struct{}
+	// hasher computes HashKV(rev) as it was before the compaction; nil
+	// when that is not known (a compaction resumed at open).
+	hasher *kvHasher
+	done   chan struct{}
 }
 
 func newCompactor(s *Store) *compactor {
@@ -71,13 +81,13 @@ func (c *compactor) resume() error {
 	}
 	if scheduled := c.s.CompactRev(); scheduled > finished {
 		keep, _ := c.s.index.keep(scheduled, scheduled)
-		c.resumed = c.enqueue(scheduled, keep)
+		c.resumed = c.enqueue(compactionJob{rev: scheduled, prevRev: finished, keep: keep})
 	}
 	return nil
 }
 
-func (c *compactor) enqueue(rev int64, keep map[Revision]struct{}) <-chan struct{} {
-	job := compactionJob{rev: rev, keep: keep, done: make(chan struct{})}
+func (c *compactor) enqueue(job compactionJob) <-chan struct{} {
+	job.done = make(chan struct{})
 	c.mu.Lock()
 	c.queue = append(c.queue, job)
 	c.mu.Unlock()
@@ -120,6 +130,10 @@ var errCompactionStopped = fmt.Errorf("compaction stopped")
 
 // compact deletes the revisions at or before job.rev that are not in
 // job.keep, a batch at a time, then records the compaction as finished.
+// A tombstone at job.rev itself stays (until the next compaction), as in
+// etcd since its issue 18089: reads and watches at job.rev are allowed, and
+// a watch that starts there must see that delete. On the way it hashes the
+// revisions for HashKV(job.rev), before any of them is deleted.
 func (c *compactor) compact(job compactionJob) error {
 	s := c.s
 	start := RevisionKey(Revision{}, false)
@@ -136,11 +150,14 @@ func (c *compactor) compact(job compactionJob) error {
 		var doomed [][]byte
 		scanned := 0
 		var last []byte
-		err := wt.Range(BucketKey, start, end, func(k, _ []byte) bool {
+		err := wt.Range(BucketKey, start, end, func(k, v []byte) bool {
 			scanned++
 			last = append(last[:0], k...)
-			rev, _, perr := ParseRevisionKey(k)
-			if _, kept := job.keep[rev]; perr == nil && !kept {
+			if job.hasher != nil && job.hasher.write(k, v) != nil {
+				job.hasher = nil // HashKV(job.rev) will meet the same key and fail
+			}
+			rev, tomb, perr := ParseRevisionKey(k)
+			if _, kept := job.keep[rev]; perr == nil && !kept && !(tomb && rev.Main == job.rev) {
 				doomed = append(doomed, append([]byte(nil), k...))
 			}
 			return scanned < s.cfg.CompactionBatchLimit
@@ -161,6 +178,9 @@ func (c *compactor) compact(job compactionJob) error {
 			return fmt.Errorf("compact at %d: %w", job.rev, err)
 		}
 		if finished {
+			if job.hasher != nil {
+				s.compactionHashes.add(KVHash{Hash: job.hasher.sum(), HashRevision: job.rev, CompactRevision: reportedCompactRev(job.prevRev)})
+			}
 			return nil
 		}
 		start = append(append([]byte(nil), last...), 0) // the key right after the last one scanned

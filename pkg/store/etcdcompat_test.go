@@ -140,3 +140,49 @@ func TestHashKVWhenCompactionKeepsNothingVisible(t *testing.T) {
 	}
 	compareHashKV(t, etcdutl, path, ours, 3)
 }
+
+// TestHashKVAroundCompactionOnADeleteMatchesEtcd: a compaction at the
+// revision of a delete (whose tombstone etcd keeps, for watches that start
+// there). etcd's server answers HashKV at the compaction revision with the
+// hash it had before the compaction, and later revisions as etcdutl
+// computes them on the compacted file; so does the store.
+func TestHashKVAroundCompactionOnADeleteMatchesEtcd(t *testing.T) {
+	etcdutl := etcdref.Bin(t, "etcdutl")
+	dir := t.TempDir()
+	path, pre := filepath.Join(dir, "db"), filepath.Join(dir, "before-compaction.db")
+	s := openStoreAt(t, path)
+	compactRev := populateForHashKV(t, s, "key0", "key1")[1]
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, path, pre)
+	s = openStoreAt(t, path)
+	done, err := s.Compact(compactRev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	ours := map[int64]uint32{}
+	for rev := compactRev; rev <= s.Rev(); rev++ {
+		h, err := s.HashKV(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours[rev] = h.Hash
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	compareHashKV(t, etcdutl, pre, map[int64]uint32{compactRev: ours[compactRev]}, -1)
+	delete(ours, compactRev)
+	compareHashKV(t, etcdutl, path, ours, compactRev)
+	// After a restart the hash of the compaction is gone, in etcd too:
+	// HashKV at the compaction revision is then computed on the file.
+	s = openStoreAt(t, path)
+	h, err := s.HashKV(compactRev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	compareHashKV(t, etcdutl, path, map[int64]uint32{compactRev: h.Hash}, compactRev)
+}

@@ -152,6 +152,9 @@ func (w *WriteTxn) ExecPut(req *pb.PutRequest) (*pb.PutResponse, error) {
 	if (req.IgnoreValue || req.IgnoreLease) && prev == nil {
 		return nil, ErrKeyNotFound
 	}
+	if err := w.checkLease(req.Lease); err != nil {
+		return nil, err
+	}
 	value, lease := req.Value, req.Lease
 	if req.IgnoreValue {
 		value = prev.Value

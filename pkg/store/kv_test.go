@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -369,5 +370,180 @@ func TestDefrag(t *testing.T) {
 	mustPut(t, s, "after", "defrag")
 	if resp, _ := s.Range(&pb.RangeRequest{Key: []byte("after")}); len(resp.Kvs) != 1 {
 		t.Error("write after defrag lost")
+	}
+}
+
+// populateForHashKV writes the history of etcd's hashkv tests: 40
+// operations from revision 2 on, each a txn putting every key, but every
+// tenth a delete of the first key. It returns the revisions of the deletes.
+func populateForHashKV(t *testing.T, s *Store, keys ...string) (tombstones []int64) {
+	t.Helper()
+	for i := 1; i <= 40; i++ {
+		if i%10 == 0 {
+			resp, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte(keys[0])})
+			if err != nil || resp.Deleted != 1 {
+				t.Fatalf("delete %s: %v %v", keys[0], resp, err)
+			}
+			tombstones = append(tombstones, resp.Header.Revision)
+			continue
+		}
+		var ops []*pb.RequestOp
+		for _, k := range keys {
+			ops = append(ops, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(k), Value: []byte(fmt.Sprint(i))}}})
+		}
+		if _, err := s.Txn(&pb.TxnRequest{Success: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tombstones
+}
+
+// etcd's TestVerifyHashKVAfterCompactAndDefrag: HashKV at the revision of
+// a compaction is the same before and after it (and a defragmentation),
+// with the compact revision that was current before it (-1 for none), as
+// etcd 3.7.3 answers; the later revisions hash as of the new compaction.
+func TestHashKVAtCompactionRevisionSurvivesCompaction(t *testing.T) {
+	s := openTestStore(t)
+	if h, err := s.HashKV(0); err != nil || h.CompactRevision != -1 {
+		t.Errorf("HashKV of a store never compacted: %+v, %v; want compact revision -1", h, err)
+	}
+	tombs := populateForHashKV(t, s, "key0", "key1")
+	prev := int64(-1)
+	for _, rev := range []int64{tombs[0], tombs[0] + 5, tombs[2]} { // on a delete, on a put, on a delete
+		before, err := s.HashKV(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.CompactRevision != prev || before.HashRevision != rev {
+			t.Errorf("HashKV(%d) before compacting there: %+v, want compact revision %d", rev, before, prev)
+		}
+		done, err := s.Compact(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err := s.b.Defrag(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.HashKV(rev)
+		if err != nil || after != before {
+			t.Errorf("HashKV(%d) after compacting there and defragmenting: %+v, %v; before: %+v", rev, after, err, before)
+		}
+		if next, err := s.HashKV(rev + 1); err != nil || next.CompactRevision != rev {
+			t.Errorf("HashKV(%d) after compacting at %d: %+v, %v; want compact revision %d", rev+1, rev, next, err, rev)
+		}
+		prev = rev
+	}
+	// As etcd, the hash kept for an earlier compaction still answers.
+	if h, err := s.HashKV(tombs[0]); err != nil || h.HashRevision != tombs[0] || h.CompactRevision != -1 {
+		t.Errorf("HashKV(%d) after later compactions: %+v, %v; want the one kept from its compaction", tombs[0], h, err)
+	}
+}
+
+// An operation with no request in it refuses the txn, wherever it is, as
+// etcd does (`etcdserver: key not found`).
+func TestTxnEmptyOp(t *testing.T) {
+	s := openTestStore(t)
+	put := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("p"), Value: []byte("v")}}}
+	for name, req := range map[string]*pb.TxnRequest{
+		"alone":               {Success: []*pb.RequestOp{{}}},
+		"after a put":         {Success: []*pb.RequestOp{put, {}}},
+		"in the other branch": {Success: []*pb.RequestOp{put}, Failure: []*pb.RequestOp{{}}},
+		"in a nested txn":     {Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Failure: []*pb.RequestOp{{}}}}}}},
+	} {
+		if err := ValidateTxn(req, 0); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("%s: ValidateTxn: %v, want ErrKeyNotFound", name, err)
+		}
+		if _, err := s.Txn(req); !errors.Is(err, ErrKeyNotFound) || s.Rev() != 1 {
+			t.Errorf("%s: Txn: %v, rev %d; want ErrKeyNotFound and nothing written", name, err, s.Rev())
+		}
+	}
+}
+
+// With a lease check, a put to a lease it refuses fails, and so does the
+// txn whose chosen branch has one, before anything is written; the branch
+// not taken and keeping the key's lease do not ask.
+func TestCheckLeases(t *testing.T) {
+	s := openTestStore(t)
+	errNoLease := errors.New("no such lease")
+	var asked []int64
+	check := func(id int64) error {
+		asked = append(asked, id)
+		if id == 7 {
+			return nil
+		}
+		return errNoLease
+	}
+	write := func(f func(w *WriteTxn) error) error {
+		w := s.Write()
+		w.CheckLeases(check)
+		return endWith(w, f(w))
+	}
+	put := func(k string, lease int64) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(k), Value: []byte("v"), Lease: lease}}}
+	}
+	never := []*pb.Compare{{Key: []byte("k"), Target: pb.Compare_VERSION, Result: pb.Compare_GREATER, TargetUnion: &pb.Compare_Version{Version: 9}}}
+	for name, f := range map[string]func(w *WriteTxn) error{
+		"put": func(w *WriteTxn) error {
+			_, err := w.ExecPut(put("k", 8).GetRequestPut())
+			return err
+		},
+		"txn": func(w *WriteTxn) error {
+			_, err := w.ExecTxn(&pb.TxnRequest{Success: []*pb.RequestOp{put("a", 0), put("k", 8)}})
+			return err
+		},
+		"nested txn": func(w *WriteTxn) error {
+			_, err := w.ExecTxn(&pb.TxnRequest{Success: []*pb.RequestOp{put("a", 7),
+				{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Success: []*pb.RequestOp{put("k", 8)}}}}}})
+			return err
+		},
+	} {
+		if err := write(f); !errors.Is(err, errNoLease) || s.Rev() != 1 {
+			t.Errorf("%s to a refused lease: %v, rev %d; want its error and nothing written", name, err, s.Rev())
+		}
+	}
+	asked = nil
+	if err := write(func(w *WriteTxn) error {
+		_, err := w.ExecTxn(&pb.TxnRequest{Compare: never, Success: []*pb.RequestOp{put("k", 8)}, Failure: []*pb.RequestOp{put("k", 7)}})
+		return err
+	}); err != nil || slices.Contains(asked, 8) || !slices.Contains(asked, 7) {
+		t.Errorf("txn with the refused lease in the branch not taken: %v, leases asked about %v; want success, only 7", err, asked)
+	}
+	asked = nil
+	if err := write(func(w *WriteTxn) error {
+		_, err := w.ExecPut(&pb.PutRequest{Key: []byte("k"), Value: []byte("w"), IgnoreLease: true})
+		return err
+	}); err != nil || len(asked) != 0 {
+		t.Errorf("put keeping the key's lease: %v, leases asked about %v; want success, none", err, asked)
+	}
+	resp, err := s.Range(&pb.RangeRequest{Key: []byte("k")})
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != 7 || string(resp.Kvs[0].Value) != "w" {
+		t.Errorf("k: %v, %v; want value w on lease 7", resp, err)
+	}
+}
+
+// The hashes of the last 10 compactions are kept, as etcd 3.7.3 keeps
+// them: after `put z 1` ... `put z 14` and compactions at 2..12, HashKV(2)
+// is compacted, HashKV(3) and HashKV(12) are the hashes from their
+// compactions. The values are etcd's for the same requests.
+func TestHashKVKeepsTenCompactionHashes(t *testing.T) {
+	s := openTestStore(t)
+	for i := 1; i <= 14; i++ {
+		mustPut(t, s, "z", fmt.Sprint(i))
+	}
+	for rev := int64(2); rev <= 12; rev++ {
+		done, err := s.Compact(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	if h, err := s.HashKV(2); !errors.Is(err, ErrCompacted) {
+		t.Errorf("HashKV(2) after 11 compactions: %+v, %v; want ErrCompacted", h, err)
+	}
+	for _, want := range []KVHash{{Hash: 3407304123, HashRevision: 3, CompactRevision: 2}, {Hash: 665430723, HashRevision: 12, CompactRevision: 11}} {
+		if h, err := s.HashKV(want.HashRevision); err != nil || h != want {
+			t.Errorf("HashKV(%d): %+v, %v; want etcd's %+v", want.HashRevision, h, err, want)
+		}
 	}
 }

@@ -64,6 +64,22 @@ func UnmarshalLeaseRecord(data []byte) (LeaseRecord, error) {
 	return r, nil
 }
 
+// CheckLeases has ExecPut and ExecTxn ask check about the lease of each
+// put request that names one, before anything is written, and fail with
+// its error: a put, or the whole txn, then changes nothing. The store keeps
+// the lease bucket and which keys are attached to which lease, but does not
+// decide whether a lease exists: its owner (the lessor) does. Without a
+// check, any lease ID is taken.
+func (w *WriteTxn) CheckLeases(check func(id int64) error) { w.leaseCheck = check }
+
+// checkLease runs the lease check on a put's lease (0: none).
+func (w *WriteTxn) checkLease(id int64) error {
+	if id == 0 || w.leaseCheck == nil {
+		return nil
+	}
+	return w.leaseCheck(id)
+}
+
 // PutLease records a lease in the lease bucket, in this transaction's batch.
 func (w *WriteTxn) PutLease(r LeaseRecord) error {
 	if err := w.wt.Put(BucketLease, encodeUint64(uint64(r.ID)), r.Marshal()); err != nil {

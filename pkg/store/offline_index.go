@@ -118,5 +118,5 @@ func (oi *OfflineIndex) HashKV(rev int64) (KVHash, error) {
 	if err != nil {
 		return KVHash{}, err
 	}
-	return KVHash{Hash: sum, HashRevision: rev, CompactRevision: oi.compactRev}, nil
+	return KVHash{Hash: sum, HashRevision: rev, CompactRevision: reportedCompactRev(oi.compactRev)}, nil
 }

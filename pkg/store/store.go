@@ -49,6 +49,9 @@ type Store struct {
 
 	compactor *compactor
 	watch     *watchHub
+	// compactionHashes are the HashKV answers for the revisions of the
+	// last compactions, as they were before each (see HashKV).
+	compactionHashes compactionHashes
 
 	closeOnce sync.Once
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // ValidateTxn checks a txn request before it is proposed or applied: at most
-// maxOps operations per branch (0: no limit), valid puts, and no key written
-// twice by one execution.
+// maxOps operations per branch (0: no limit), no empty operation, valid
+// puts, and no key written twice by one execution.
 func ValidateTxn(req *pb.TxnRequest, maxOps int) error {
 	if maxOps > 0 && (len(req.Success) > maxOps || len(req.Failure) > maxOps) {
 		return ErrTooManyOps
@@ -97,6 +97,10 @@ func branchWrites(ops []*pb.RequestOp, maxOps int) (*writeSet, error) {
 					return nil, err
 				}
 			}
+		default:
+			// A RequestOp with no request in it: etcd refuses the txn with
+			// this error (at the API, before proposing), in either branch.
+			return nil, ErrKeyNotFound
 		}
 	}
 	for k := range ws.puts {
@@ -164,8 +168,9 @@ func (w *WriteTxn) planTxn(req *pb.TxnRequest) (*txnPlan, error) {
 }
 
 // checkPlan finds, before anything is written, the errors the chosen
-// operations would meet: reads of compacted or future revisions and puts
-// that keep the value or lease of a key that does not exist.
+// operations would meet: reads of compacted or future revisions, puts
+// that keep the value or lease of a key that does not exist and puts to a
+// lease the lease check refuses (see CheckLeases).
 func (w *WriteTxn) checkPlan(req *pb.TxnRequest, plan *txnPlan) error {
 	nested := 0
 	for _, op := range plan.ops(req) {
@@ -185,6 +190,9 @@ func (w *WriteTxn) checkPlan(req *pb.TxnRequest, plan *txnPlan) error {
 					}
 					return err
 				}
+			}
+			if err := w.checkLease(put.Lease); err != nil {
+				return err
 			}
 		case *pb.RequestOp_RequestTxn:
 			if err := w.checkPlan(r.RequestTxn, plan.nested[nested]); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,5 +128,76 @@ func TestSlowWatcherDoesNotBlockWriters(t *testing.T) {
 			}
 			next++
 		}
+	}
+}
+
+// etcd's TestDeleteEventDrop_Issue18089: a watch may start at the
+// compaction revision itself, and when that revision is a delete it must
+// see the DELETE, first, then what follows; a restart keeps it so, and the
+// next compaction removes the tombstone. (etcd 3.7.3 answers
+// `watch k --rev=4` here with DELETE k, PUT k v3.)
+func TestWatchFromCompactionAtADelete(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openStoreAt(t, path)
+	mustPut(t, s, "k", "v1")                                                           // 2
+	mustPut(t, s, "k", "v2")                                                           // 3
+	if _, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte("k")}); err != nil { // 4
+		t.Fatal(err)
+	}
+	mustPut(t, s, "k", "v3") // 5
+	done, err := s.Compact(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	// watchFrom returns the events of a watch on k from rev, up to and
+	// including the one at until.
+	watchFrom := func(s *Store, rev, until int64) string {
+		t.Helper()
+		ws := s.NewWatchStream()
+		defer ws.Close()
+		if _, err := ws.Watch(AutoWatchID, []byte("k"), nil, rev, WatchOptions{PrevKV: true}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for last := int64(0); last < until; {
+			resp := nextResponse(t, ws)
+			if resp.CompactRevision != 0 {
+				t.Fatalf("watch from %d ended as compacted at %d", rev, resp.CompactRevision)
+			}
+			for _, ev := range resp.Events {
+				got = append(got, fmt.Sprintf("%s@%d:%s prev=%v", ev.Type, ev.Kv.ModRevision, ev.Kv.Value, ev.PrevKv != nil))
+				last = ev.Kv.ModRevision
+			}
+		}
+		return fmt.Sprint(got)
+	}
+	// The value before the delete is compacted away, so it has no prev_kv.
+	const want = "[DELETE@4: prev=false PUT@5:v3 prev=false]"
+	if got := watchFrom(s, 4, 5); got != want {
+		t.Errorf("watch from the compaction revision 4: %s, want %s", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStoreAt(t, path)
+	if got := watchFrom(s, 4, 5); got != want {
+		t.Errorf("after a reopen, watch from 4: %s, want %s", got, want)
+	}
+	mustPut(t, s, "k", "v4") // 6
+	if done, err = s.Compact(5); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	var left []string
+	r := s.Read()
+	r.rt.Range(BucketKey, nil, nil, func(k, _ []byte) bool {
+		rev, tomb, _ := ParseRevisionKey(k)
+		left = append(left, fmt.Sprintf("%d%s", rev.Main, map[bool]string{true: "t"}[tomb]))
+		return true
+	})
+	r.End()
+	if fmt.Sprint(left) != "[5 6]" {
+		t.Errorf("revisions in the backend after compacting at 5: %v, want [5 6] (the tombstone at 4 gone)", left)
 	}
 }

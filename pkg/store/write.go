@@ -11,6 +11,8 @@ type WriteTxn struct {
 	beginRev int64
 	changes  []*mvccpb.Event
 	err      error // the first backend failure; the txn is void
+	// leaseCheck vets the lease of each put request (see CheckLeases).
+	leaseCheck func(id int64) error
 }
 
 // Write begins a write transaction; it must be ended with End.
