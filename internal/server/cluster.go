@@ -157,7 +157,7 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 		return res.err
 	case <-ctx.Done():
 		s.waiters.cancel(id)
-		return s.proposeError(ctx, ctx.Err())
+		return s.waitError(ctx)
 	case <-s.stopc:
 		return ErrStopped
 	}

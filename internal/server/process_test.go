@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,53 @@ func TestLeaderlessMemberFailsAtOnce(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("refusing took %v", took)
+	}
+}
+
+// startCluster starts n members in this process with fast elections and
+// waits until every one of them is ready.
+func startCluster(t *testing.T, n int) []*Server {
+	t.Helper()
+	var initial, purls []string
+	for i := 1; i <= n; i++ {
+		purls = append(purls, testnet.FreeURL(t))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
+	}
+	var ss []*Server
+	for i := range n {
+		s, err := Start(Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), ListenPeerURLs: []string{purls[i]},
+			InitialCluster: strings.Join(initial, ","), HeartbeatInterval: 20 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Stop)
+		ss = append(ss, s)
+	}
+	for _, s := range ss {
+		select {
+		case <-s.Ready():
+		case <-time.After(20 * time.Second):
+			t.Fatal("a member was not ready within 20 s")
+		}
+	}
+	return ss
+}
+
+// TestProposalTakenThenLeaderLostIsATimeout: a proposal raft took may still
+// commit, so when it is not applied in time the answer is a timeout (outcome
+// unknown), never ErrNoLeader (which says: not proposed, send it elsewhere),
+// even if the member has lost its leader by then.
+func TestProposalTakenThenLeaderLostIsATimeout(t *testing.T) {
+	ss := startCluster(t, 3)
+	ss[1].Stop()
+	ss[2].Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := ss[0].Propose(ctx, &pb.InternalRaftRequest{Put: &pb.PutRequest{Key: []byte("k")}})
+	if ss[0].Leader() != 0 {
+		t.Fatalf("the survivor still has leader %x", ss[0].Leader())
+	}
+	if err != ErrTimeout {
+		t.Errorf("propose: %v, want %v", err, ErrTimeout)
 	}
 }

@@ -84,13 +84,25 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 		return res, nil
 	case <-ctx.Done():
 		s.waiters.cancel(id)
-		return applyResult{}, s.proposeError(ctx, ctx.Err())
+		return applyResult{}, s.waitError(ctx)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
 	}
 }
 
-// proposeError turns a failed or timed-out proposal into etcd's error.
+// waitError is the error of a proposal raft took but that was not applied
+// before ctx ended: its outcome is unknown, so never ErrNoLeader.
+func (s *Server) waitError(ctx context.Context) error {
+	s.proposalsFailed.Add(1)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return ErrTimeout
+}
+
+// proposeError turns a proposal that raft did not take (err from
+// node.Propose) into etcd's error. ErrNoLeader says it was not proposed, so
+// a client may send it elsewhere.
 func (s *Server) proposeError(ctx context.Context, err error) error {
 	s.proposalsFailed.Add(1)
 	switch {
