@@ -89,17 +89,25 @@ func (a *authenticator) authenticateLocked(ctx context.Context) (string, error) 
 }
 
 // outgoingContext adds the token and the client's API version to the
-// metadata of a call to method. It returns the token it added.
-func (a *authenticator) outgoingContext(ctx context.Context, method string) (context.Context, string, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataClientAPIVersionKey, version.APIVersion)
-	if method == authenticateMethod {
-		return ctx, "", nil
+// metadata of a call to method, and etcd's require-leader flag when
+// requireLeader is set. It returns the token it added.
+func (a *authenticator) outgoingContext(ctx context.Context, method string, requireLeader bool) (context.Context, string, error) {
+	kv := make([]string, 0, 6)
+	kv = append(kv, rpctypes.MetadataClientAPIVersionKey, version.APIVersion)
+	if requireLeader {
+		kv = append(kv, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
 	}
-	token, err := a.current(ctx)
-	if err != nil || token == "" {
-		return ctx, "", err
+	var token string
+	if method != authenticateMethod {
+		var err error
+		if token, err = a.current(ctx); err != nil {
+			return ctx, "", err
+		}
+		if token != "" {
+			kv = append(kv, rpctypes.TokenFieldNameGRPC, token)
+		}
 	}
-	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, token), token, nil
+	return metadata.AppendToOutgoingContext(ctx, kv...), token, nil
 }
 
 // isRejectedToken says whether err means the token must be renewed: it is

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -22,6 +23,13 @@ type balancer struct {
 	endpoints atomic.Pointer[[]*endpoint]
 	next      atomic.Uint64
 
+	// ready, when not nil, is closed once the first round of health probes
+	// has found a healthy endpoint, or has ended, or has taken too long:
+	// until then picks wait, so that the first request of a new client does
+	// not go to a member that has lost its leader.
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	mu sync.Mutex // serialises setEndpoints and close
 }
 
@@ -29,7 +37,7 @@ func newBalancer(cfg Config) (*balancer, error) {
 	b := &balancer{cfg: cfg}
 	empty := []*endpoint{}
 	b.endpoints.Store(&empty)
-	if err := b.setEndpoints(cfg.Endpoints); err != nil {
+	if _, err := b.setEndpoints(cfg.Endpoints); err != nil {
 		b.close()
 		return nil, err
 	}
@@ -51,11 +59,27 @@ func (b *balancer) find(addr string) *endpoint {
 	return nil
 }
 
+// markReady releases the picks waiting for the first probe round.
+func (b *balancer) markReady() {
+	if b.ready != nil {
+		b.readyOnce.Do(func() { close(b.ready) })
+	}
+}
+
 // pick returns the next available endpoint in round-robin order, preferring
-// one other than avoid (the endpoint that just failed). When none is
-// available, it still returns one, so that a cluster that is entirely
-// unhealthy is retried rather than given up on.
-func (b *balancer) pick(avoid *endpoint) (*endpoint, error) {
+// one the health probe found healthy to one not probed yet, and one other
+// than avoid (the endpoint that just failed). When none is available, it
+// still returns one, so that a cluster that is entirely unhealthy is
+// retried rather than given up on. Until the first probe round is ready, it
+// waits for it (or for ctx).
+func (b *balancer) pick(ctx context.Context, avoid *endpoint) (*endpoint, error) {
+	if b.ready != nil {
+		select {
+		case <-b.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	eps := b.list()
 	n := uint64(len(eps))
 	if n == 0 {
@@ -63,18 +87,25 @@ func (b *balancer) pick(avoid *endpoint) (*endpoint, error) {
 	}
 	start := b.next.Add(1)
 	now := time.Now()
-	var fallback *endpoint
+	var unknown, fallback *endpoint
 	for i := range n {
 		e := eps[(start+i)%n]
 		if e == avoid && n > 1 {
 			continue
 		}
-		if e.available(now) {
+		switch {
+		case !e.available(now):
+			if fallback == nil {
+				fallback = e
+			}
+		case e.health.Load() == healthGood:
 			return e, nil
+		case unknown == nil:
+			unknown = e
 		}
-		if fallback == nil {
-			fallback = e
-		}
+	}
+	if unknown != nil {
+		return unknown, nil
 	}
 	if fallback == nil {
 		fallback = eps[start%n]
@@ -83,15 +114,16 @@ func (b *balancer) pick(avoid *endpoint) (*endpoint, error) {
 }
 
 // setEndpoints replaces the endpoint list, keeping the connections of the
-// endpoints that remain.
-func (b *balancer) setEndpoints(addrs []string) error {
+// endpoints that remain. It returns the endpoints that are new.
+func (b *balancer) setEndpoints(addrs []string) ([]*endpoint, error) {
 	if len(addrs) == 0 {
-		return errNoEndpoints
+		return nil, errNoEndpoints
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := b.list()
 	next := make([]*endpoint, 0, len(addrs))
+	var fresh []*endpoint
 	for _, addr := range addrs {
 		if slices.ContainsFunc(next, func(e *endpoint) bool { return e.addr == addr }) {
 			continue
@@ -102,14 +134,13 @@ func (b *balancer) setEndpoints(addrs []string) error {
 		}
 		e, err := dialEndpoint(addr, b.cfg)
 		if err != nil {
-			for _, fresh := range next {
-				if !slices.Contains(old, fresh) {
-					fresh.close()
-				}
+			for _, e := range fresh {
+				e.close()
 			}
-			return err
+			return nil, err
 		}
 		next = append(next, e)
+		fresh = append(fresh, e)
 	}
 	b.endpoints.Store(&next)
 	for _, e := range old {
@@ -117,7 +148,7 @@ func (b *balancer) setEndpoints(addrs []string) error {
 			e.close()
 		}
 	}
-	return nil
+	return fresh, nil
 }
 
 // close closes every connection.

@@ -26,6 +26,7 @@ type Client struct {
 	cfg      Config
 	balancer *balancer
 	router   *router
+	health   *health // nil when the health probe is disabled
 
 	stop context.CancelFunc
 	bg   sync.WaitGroup
@@ -39,9 +40,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &router{balancer: b, log: cfg.Logger}
-	r.auth = newAuthenticator(cfg, r)
 	ctx, stop := context.WithCancel(context.Background())
+	var h *health
+	if cfg.HealthProbeInterval > 0 {
+		h = &health{cfg: cfg, balancer: b, ctx: ctx}
+		b.ready = make(chan struct{})
+	}
+	r := &router{balancer: b, health: h, log: cfg.Logger}
+	r.auth = newAuthenticator(cfg, r)
 	c := &Client{
 		KV:          pb.NewKVClient(r),
 		Lease:       pb.NewLeaseClient(r),
@@ -51,10 +57,11 @@ func New(cfg Config) (*Client, error) {
 		cfg:         cfg,
 		balancer:    b,
 		router:      r,
+		health:      h,
 		stop:        stop,
 	}
-	if cfg.HealthProbeInterval > 0 {
-		c.bg.Go(func() { c.probeLoop(ctx) })
+	if h != nil {
+		c.bg.Go(h.run)
 	}
 	if cfg.AutoSyncInterval > 0 {
 		c.bg.Go(func() { c.autoSyncLoop(ctx) })
@@ -66,6 +73,9 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.stop()
 	c.bg.Wait()
+	if c.health != nil {
+		c.health.close()
+	}
 	c.balancer.close()
 	return nil
 }
@@ -80,9 +90,19 @@ func (c *Client) Endpoints() []string {
 }
 
 // SetEndpoints replaces the endpoint list; connections to endpoints that
-// stay are kept.
+// stay are kept. New endpoints are probed at once; until they answer, the
+// balancer prefers the endpoints known to be healthy.
 func (c *Client) SetEndpoints(addrs ...string) error {
-	return c.balancer.setEndpoints(addrs)
+	fresh, err := c.balancer.setEndpoints(addrs)
+	if err != nil {
+		return err
+	}
+	if c.health != nil {
+		for _, e := range fresh {
+			c.health.probeAsync(e, nil)
+		}
+	}
+	return nil
 }
 
 // ForEndpoint returns a connection that sends every call to the member at
@@ -93,7 +113,7 @@ func (c *Client) ForEndpoint(addr string) (grpc.ClientConnInterface, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%q is not one of the client's endpoints %v", addr, c.Endpoints())
 	}
-	return &router{balancer: c.balancer, auth: c.router.auth, fixed: e, log: c.cfg.Logger}, nil
+	return &router{balancer: c.balancer, health: c.health, auth: c.router.auth, fixed: e, log: c.cfg.Logger}, nil
 }
 
 // Sync replaces the endpoints with the client URLs of the cluster's voting

@@ -49,7 +49,10 @@ type Config struct {
 
 	// HealthProbeInterval is the period of the probe that takes members
 	// without a leader (or that are learners, or unreachable) out of rotation.
-	// Zero means DefaultHealthProbeInterval; a negative value disables it.
+	// The first probe round runs as the client starts, and the first
+	// requests wait for it to find a healthy member (a second at most); a
+	// member that holds a request for long is probed at once. Zero means
+	// DefaultHealthProbeInterval; a negative value disables all of it.
 	HealthProbeInterval time.Duration
 	// AutoSyncInterval, when positive, is the period at which the endpoint
 	// list is replaced by the client URLs of the cluster's voting members.

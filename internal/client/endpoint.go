@@ -18,23 +18,42 @@ import (
 )
 
 // failureQuarantine is how long an endpoint whose connection just failed is
-// skipped by the balancer, unless the health probe vouches for it earlier.
+// skipped by the balancer, unless the health probe vouches for it earlier;
+// also how long one that let a request hang until its caller gave up is
+// skipped (whatever the probe says: a member cut off from its peers still
+// believes in its leader for up to an election timeout).
 const failureQuarantine = 3 * time.Second
 
 // errEndpointUnhealthy is the cause given to the streams of an endpoint that
 // the health probe takes out of rotation, so that they move elsewhere.
 var errEndpointUnhealthy = errors.New("endpoint taken out of rotation by the health probe")
 
+// Health verdicts of an endpoint. An endpoint is unknown until its first
+// probe answers; the balancer prefers healthy endpoints to unknown ones and
+// uses unhealthy ones only when nothing else is left.
+const (
+	healthUnknown int32 = iota
+	healthGood
+	healthBad
+)
+
 // endpoint is one member's client URL with its own gRPC connection.
 type endpoint struct {
 	addr string
 	conn *grpc.ClientConn
 
-	// probeOK is the last verdict of the health probe; true until probed.
-	probeOK atomic.Bool
+	// health is the last verdict of the health probe (healthUnknown until
+	// probed), or healthBad after the member said it has no leader.
+	health atomic.Int32
+	// probing is set while a probe of this endpoint is in flight, so that
+	// probes triggered by stalled requests do not pile up.
+	probing atomic.Bool
 	// failedAt is the time (unix nanoseconds) of the last transport failure
 	// seen on this endpoint, or 0.
 	failedAt atomic.Int64
+	// stalledAt is the time (unix nanoseconds) a request last hung here
+	// until its caller gave up, or 0.
+	stalledAt atomic.Int64
 
 	mu         sync.Mutex
 	streams    map[uint64]context.CancelCauseFunc
@@ -105,14 +124,16 @@ func dialEndpoint(addr string, cfg Config) (*endpoint, error) {
 	}
 	conn.Connect()
 	e := &endpoint{addr: addr, conn: conn, streams: map[uint64]context.CancelCauseFunc{}}
-	e.probeOK.Store(true)
 	return e, nil
 }
 
 // available says whether the balancer may send new requests here.
 func (e *endpoint) available(now time.Time) bool {
-	failed := e.failedAt.Load()
-	return e.probeOK.Load() && (failed == 0 || now.Sub(time.Unix(0, failed)) > failureQuarantine)
+	return e.health.Load() != healthBad && !quarantined(e.failedAt.Load(), now) && !quarantined(e.stalledAt.Load(), now)
+}
+
+func quarantined(since int64, now time.Time) bool {
+	return since != 0 && now.Sub(time.Unix(0, since)) <= failureQuarantine
 }
 
 // markFailed records a transport failure: the endpoint is skipped for a while.
@@ -120,13 +141,21 @@ func (e *endpoint) markFailed() {
 	e.failedAt.Store(time.Now().UnixNano())
 }
 
+// markStalled records that a request hung here until its caller gave up:
+// the endpoint is skipped for a while, even if the probe vouches for it.
+func (e *endpoint) markStalled() {
+	e.stalledAt.Store(time.Now().UnixNano())
+}
+
 // setProbeResult records the health probe's verdict. Taking an endpoint out
 // of rotation cancels its streams so that their owners resume elsewhere.
 func (e *endpoint) setProbeResult(ok bool) {
+	verdict := healthBad
 	if ok {
 		e.failedAt.Store(0)
+		verdict = healthGood
 	}
-	if e.probeOK.Swap(ok) == ok || ok {
+	if e.health.Swap(verdict) == verdict || ok {
 		return
 	}
 	e.mu.Lock()

@@ -6,7 +6,15 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/metadata"
 )
+
+// requireLeader asks the member serving a stream opened with the returned
+// context to end it when it loses its leader, so that its owner moves to a
+// member that has one.
+func requireLeader(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
+}
 
 // minKeepAliveInterval bounds how often a lease is renewed, whatever its TTL.
 const minKeepAliveInterval = 500 * time.Millisecond
@@ -34,7 +42,7 @@ func (c *Client) KeepAliveOnce(ctx context.Context, id int64) (*pb.LeaseKeepAliv
 
 // renew sends one keep-alive on a stream of its own.
 func (c *Client) renew(ctx context.Context, id int64) (*pb.LeaseKeepAliveResponse, error) {
-	streamCtx, cancel := context.WithCancel(ctx)
+	streamCtx, cancel := context.WithCancel(requireLeader(ctx))
 	defer cancel()
 	s, err := c.Lease.LeaseKeepAlive(streamCtx)
 	if err != nil {
@@ -53,8 +61,9 @@ const keepAliveBuffer = 16
 // KeepAlive renews lease id at a third of its TTL until ctx is done or the
 // lease is gone, and reports each renewal on the returned channel, which is
 // closed at the end. Renewals never wait for the reader: those it has no
-// room for are dropped. When the member renewing the lease is lost,
-// renewals go on through another.
+// room for are dropped. When the member renewing the lease is lost, or
+// loses its leader (the stream requires one), renewals go on through
+// another.
 func (c *Client) KeepAlive(ctx context.Context, id int64) <-chan *pb.LeaseKeepAliveResponse {
 	out := make(chan *pb.LeaseKeepAliveResponse, keepAliveBuffer)
 	go func() {
@@ -81,7 +90,7 @@ func (c *Client) KeepAlive(ctx context.Context, id int64) <-chan *pb.LeaseKeepAl
 // (err set), or the lease is gone or ctx done (err nil). renewed says
 // whether at least one renewal went through.
 func (c *Client) keepAliveStream(ctx context.Context, id int64, out chan<- *pb.LeaseKeepAliveResponse) (renewed bool, err error) {
-	streamCtx, cancel := context.WithCancel(ctx)
+	streamCtx, cancel := context.WithCancel(requireLeader(ctx))
 	defer cancel()
 	s, err := c.Lease.LeaseKeepAlive(streamCtx)
 	if err != nil {

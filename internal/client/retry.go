@@ -102,3 +102,44 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// noLeaderProofWindow is how soon an "etcdserver: no leader" answer must
+// come for a write to be sent again elsewhere. A member without a leader
+// refuses a write at once, before proposing it, and a raft that drops a
+// proposal says so at once too; but a server may also report a proposal
+// that timed out while it had no leader as "no leader" (cairn's did, at
+// the deadline the client gave or after its own 5 s and more), and then the
+// write may have been committed. Answers slower than this, or than half the
+// time the caller allowed, are treated as of unknown outcome.
+const noLeaderProofWindow = time.Second
+
+// isNoLeader says whether err is a member's "etcdserver: no leader".
+func isNoLeader(err error) bool {
+	return err != nil && errorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoLeader)
+}
+
+// provesNotExecuted says whether err, received elapsed after the request
+// was sent with budget left before the caller's deadline (0: none), shows
+// that the member did not execute the request: it refused it at once for
+// want of a leader, not when the request's time ran out.
+func provesNotExecuted(err error, elapsed, budget time.Duration) bool {
+	if !isNoLeader(err) || errorCode(err) != codes.Unavailable || elapsed >= noLeaderProofWindow {
+		return false
+	}
+	return budget <= 0 || elapsed < budget/2
+}
+
+// needsLeader says whether req, sent to method, can only be served by a
+// member that has a leader: writes, linearizable reads, lease operations
+// and Authenticate. Such calls carry etcd's require-leader metadata, so that
+// a member without a leader fails them at once instead of holding them.
+func needsLeader(method string, req any) bool {
+	switch r := req.(type) {
+	case *pb.RangeRequest:
+		return !r.GetSerializable()
+	case *pb.PutRequest, *pb.DeleteRangeRequest, *pb.TxnRequest, *pb.CompactionRequest,
+		*pb.LeaseGrantRequest, *pb.LeaseRevokeRequest, *pb.LeaseTimeToLiveRequest, *pb.LeaseLeasesRequest:
+		return true
+	}
+	return method == authenticateMethod
+}

@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -104,8 +103,7 @@ func (w *Watch) run(ctx context.Context, r *router, req *pb.WatchCreateRequest, 
 // runStream runs the watch on one stream until it fails. final is true when
 // the watch has ended for good; established when the server accepted it.
 func (w *Watch) runStream(ctx context.Context, r *router, req *pb.WatchCreateRequest, cursor *watchCursor, out chan<- WatchResponse) (final, established bool, err error) {
-	streamCtx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx,
-		rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader))
+	streamCtx, cancel := context.WithCancel(requireLeader(ctx))
 	defer cancel()
 	s, err := pb.NewWatchClient(r).Watch(streamCtx)
 	if err != nil {

@@ -247,6 +247,23 @@ func (c *Cluster) Isolate(m *Member) {
 	}
 }
 
+// Follower returns a member that is not the leader, as the members report.
+func (c *Cluster) Follower() *Member {
+	c.t.Helper()
+	var follower *Member
+	Poll(c.t, startTimeout, "a follower", func() bool {
+		for _, m := range c.Members {
+			st, err := c.status(m.Endpoint())
+			if err == nil && st.GetLeader() != 0 && st.GetLeader() != st.GetHeader().GetMemberId() {
+				follower = m
+				return true
+			}
+		}
+		return false
+	})
+	return follower
+}
+
 // MemberID asks m for its member ID.
 func (c *Cluster) MemberID(m *Member) uint64 {
 	c.t.Helper()
@@ -260,22 +277,27 @@ func (c *Cluster) MemberID(m *Member) uint64 {
 }
 
 func (c *Cluster) fetchMemberID(endpoint string) (uint64, error) {
+	resp, err := c.status(endpoint)
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetHeader().GetMemberId(), nil
+}
+
+// status asks the member at endpoint for its status.
+func (c *Cluster) status(endpoint string) (*pb.StatusResponse, error) {
 	creds := insecure.NewCredentials()
 	if t, ok := c.http.Transport.(*http.Transport); ok {
 		creds = credentials.NewTLS(t.TLSClientConfig)
 	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(creds))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
-	if err != nil {
-		return 0, err
-	}
-	return resp.GetHeader().GetMemberId(), nil
+	return pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
 }
 
 // WaitHealthy waits until each of ms answers /health with a leader.
