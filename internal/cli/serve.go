@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/cairnkv/cairn/internal/api"
@@ -87,12 +88,10 @@ default.cairn, like a bare etcd.`,
 	return cmd
 }
 
-// serveConfig reads the flags, the config file and CAIRN_* variables, in
-// that order of precedence (a flag given on the command line wins).
+// serveConfig reads the flags, CAIRN_* and ETCD_* variables and the config
+// file, in that order of precedence (a flag given on the command line wins).
 func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
-	v.SetEnvPrefix("CAIRN")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	v.AutomaticEnv()
+	used, unknown := bindServeEnv(cmd, v, os.Environ())
 	if err := v.BindPFlags(cmd.Flags()); err != nil {
 		return server.Config{}, err
 	}
@@ -106,6 +105,13 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	logger, err := newServerLogger(v.GetString("log-format"), v.GetString("log-level"))
 	if err != nil {
 		return server.Config{}, err
+	}
+	for _, kv := range used {
+		name, value, _ := strings.Cut(kv, "=")
+		logger.Info("recognized and used environment variable", "variable-name", name, "variable-value", value)
+	}
+	for _, kv := range unknown {
+		logger.Warn("unrecognized environment variable", "environment-variable", kv)
 	}
 	features, err := server.ParseFeatures(v.GetString("feature-gates"))
 	if err != nil {
@@ -158,6 +164,34 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		Logger: logger,
 	}
 	return cfg, nil
+}
+
+// bindServeEnv binds each flag to CAIRN_<FLAG> and ETCD_<FLAG> (a CAIRN_
+// variable wins), so that etcd's runbooks, which export ETCD_NAME,
+// ETCD_INITIAL_CLUSTER and the like, work unchanged. It returns the
+// variables of environ that set a flag, and the ETCD_ ones that name none
+// (etcd warns of those).
+func bindServeEnv(cmd *cobra.Command, v *viper.Viper, environ []string) (used, unknown []string) {
+	flags := map[string]bool{}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		env := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		flags[env] = true
+		v.BindEnv(f.Name, "CAIRN_"+env, "ETCD_"+env)
+	})
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, prefix := range []string{"CAIRN_", "ETCD_"} {
+			rest, ok := strings.CutPrefix(name, prefix)
+			switch {
+			case !ok:
+			case flags[rest]:
+				used = append(used, kv)
+			case prefix == "ETCD_":
+				unknown = append(unknown, kv)
+			}
+		}
+	}
+	return used, unknown
 }
 
 func splitList(s string) []string {

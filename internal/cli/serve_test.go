@@ -39,3 +39,30 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 		t.Errorf("versions %+v", v)
 	}
 }
+
+// TestServeFlagsFromEtcdVariables: etcd's ETCD_<FLAG> variables set the
+// flags (etcd's runbook for adding a member exports them), CAIRN_ ones win
+// over them and the command line over both; an ETCD_ variable that names no
+// flag is reported.
+func TestServeFlagsFromEtcdVariables(t *testing.T) {
+	t.Setenv("ETCD_NAME", "m9")
+	t.Setenv("ETCD_INITIAL_CLUSTER_STATE", "existing")
+	t.Setenv("ETCD_SNAPSHOT_COUNT", "88")
+	t.Setenv("CAIRN_SNAPSHOT_COUNT", "77")
+	t.Setenv("ETCD_INITIAL_CLUSTER_TOKEN", "from-env")
+	cmd := newServeCommand()
+	if err := cmd.ParseFlags([]string{"--initial-cluster-token", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := serveConfig(cmd, viper.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "m9" || cfg.InitialClusterState != "existing" || cfg.SnapshotCount != 77 || cfg.InitialClusterToken != "from-flag" {
+		t.Errorf("name %q, state %q, snapshot count %d, token %q", cfg.Name, cfg.InitialClusterState, cfg.SnapshotCount, cfg.InitialClusterToken)
+	}
+	_, unknown := bindServeEnv(newServeCommand(), viper.New(), []string{"ETCD_NAME=x", "ETCD_NO_SUCH_FLAG=1", "ETCDCTL_API=3", "CAIRN_OTHER=1"})
+	if len(unknown) != 1 || unknown[0] != "ETCD_NO_SUCH_FLAG=1" {
+		t.Errorf("unrecognized variables %q", unknown)
+	}
+}
