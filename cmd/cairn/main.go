@@ -1,5 +1,6 @@
 // Command cairn is the etcd-compatible key-value store: server, client and
-// offline forensics kit in one binary.
+// offline forensics kit in one binary. Started as `etcd` it is the server
+// with etcd's command line (see cli.ExecuteAs).
 package main
 
 import (
@@ -9,5 +10,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.ExecuteAs(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
