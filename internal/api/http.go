@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -17,23 +16,9 @@ func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
 // application/grpc).
 func (a *API) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	health := func(w http.ResponseWriter, r *http.Request) {
-		healthy, reason := true, ""
-		if a.s.Leader() == 0 {
-			healthy, reason = false, "RAFT NO LEADER"
-		}
-		for _, al := range a.s.Alarms() {
-			healthy, reason = false, "ALARM "+al.Alarm.String()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !healthy {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		json.NewEncoder(w).Encode(map[string]string{"health": strconv.FormatBool(healthy), "reason": reason})
-	}
-	mux.HandleFunc("/health", health)
-	mux.HandleFunc("/readyz", health)
-	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	mux.HandleFunc("/health", a.serveHealth) // health.go
+	checksHandler(mux, "/livez", a.livezChecks())
+	checksHandler(mux, "/readyz", a.readyzChecks())
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))

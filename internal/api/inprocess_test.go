@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
@@ -26,8 +27,8 @@ func (m *inProcessMember) stop() {
 	})
 }
 
-// startInProcess starts a cluster of n members on free loopback ports;
-// configure, if not nil, adjusts each member's configuration.
+// startInProcess starts a cluster of n members on free loopback ports and
+// waits until they are ready; configure, if not nil, adjusts each member's configuration.
 func startInProcess(t *testing.T, n int, configure func(*server.Config)) []*inProcessMember {
 	t.Helper()
 	var names, curls, purls, initial []string
@@ -55,6 +56,13 @@ func startInProcess(t *testing.T, n int, configure func(*server.Config)) []*inPr
 			t.Fatal(err)
 		}
 		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		select {
+		case <-m.s.Ready():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("member %x not ready within 30 s", m.s.ID())
+		}
 	}
 	return ms
 }

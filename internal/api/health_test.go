@@ -1,0 +1,56 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+// TestHealthEndpoints: /health, /livez and /readyz answer as etcd 3.7.3's
+// (observed with the reference binary): on a healthy member, and on one
+// that lost its leader, where /health and the linearizable read fail and
+// a serializable read does not.
+func TestHealthEndpoints(t *testing.T) {
+	ms := startInProcess(t, 3, func(cfg *server.Config) {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
+	})
+	m := ms[0]
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for _, c := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/health", 200, `{"health":"true","reason":""}` + "\n"},
+		{"/health?serializable=true", 200, `{"health":"true","reason":""}` + "\n"},
+		{"/livez", 200, "ok\n"},
+		{"/livez?verbose", 200, "[+]serializable_read ok\nok\n"},
+		{"/readyz", 200, "ok\n"},
+		{"/readyz?verbose", 200, "[+]data_corruption ok\n[+]serializable_read ok\n[+]linearizable_read ok\n[+]non_learner ok\nok\n"},
+		{"/readyz?verbose&exclude=data_corruption&exclude=non_learner", 200, "[+]serializable_read ok\n[+]linearizable_read ok\nok\n"},
+		{"/readyz/linearizable_read", 200, "ok\n"},
+	} {
+		if _, code, body := get(t, hc, m.curl+c.path); code != c.code || body != c.body {
+			t.Errorf("healthy %s: %d %q, want %d %q", c.path, code, body, c.code, c.body)
+		}
+	}
+	ms[1].stop()
+	ms[2].stop()
+	waitFor(t, 10*time.Second, "the member has no leader", func() bool { return m.s.Leader() == 0 })
+	for _, c := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/health", 503, `{"health":"false","reason":"RAFT NO LEADER"}` + "\n"},
+		{"/livez", 200, "ok\n"},
+		{"/readyz", 503, "[+]data_corruption ok\n[+]serializable_read ok\n[-]linearizable_read failed: reason withheld\n[+]non_learner ok\nreadyz check failed\n"},
+		{"/readyz?exclude=linearizable_read", 200, "ok\n"},
+	} {
+		if _, code, body := get(t, hc, m.curl+c.path); code != c.code || body != c.body {
+			t.Errorf("leaderless %s: %d %q, want %d %q", c.path, code, body, c.code, c.body)
+		}
+	}
+}
