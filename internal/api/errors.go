@@ -28,6 +28,7 @@ var grpcErrors = map[error]error{
 	lease.ErrLeaseExists:          rpctypes.ErrGRPCLeaseExist,
 	lease.ErrLeaseTTLTooLarge:     rpctypes.ErrGRPCLeaseTTLTooLarge,
 	server.ErrNoSpace:             rpctypes.ErrGRPCNoSpace,
+	server.ErrCorrupt:             rpctypes.ErrGRPCCorrupt,
 	server.ErrNoLeader:            rpctypes.ErrGRPCNoLeader,
 	server.ErrNotLeader:           rpctypes.ErrGRPCNotLeader,
 	server.ErrTimeout:             rpctypes.ErrGRPCTimeout,

@@ -64,6 +64,8 @@ default.cairn, like a bare etcd.`,
 	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
 	f.Bool("strict-reconfig-check", true, "reject reconfiguration requests that would cause quorum loss")
 	f.String("feature-gates", "", server.FeatureHelp())
+	f.Duration("corrupt-check-time", 0, "Duration of time between cluster corruption check passes.")
+	f.Duration("compact-hash-check-time", server.DefaultCompactHashCheckTime, "Duration of time between leader checks followers compaction hashes.")
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
 	f.String("auth-token", server.DefaultAuthToken, "specify a v3 authentication token type and its options ('simple' or 'jwt,pub-key=PATH,priv-key=PATH,sign-method=ALG[,ttl=DURATION]')")
@@ -142,6 +144,8 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		EnablePprof:              v.GetBool("enable-pprof"),
 		NoStrictReconfigCheck:    !v.GetBool("strict-reconfig-check"),
 		Features:                 features,
+		CorruptCheckTime:         v.GetDuration("corrupt-check-time"),
+		CompactHashCheckTime:     v.GetDuration("compact-hash-check-time"),
 		ClientTLS: servertls.Files{
 			CertFile:       v.GetString("cert-file"),
 			KeyFile:        v.GetString("key-file"),

@@ -59,6 +59,18 @@ func (a *alarms) noSpace() bool {
 	return false
 }
 
+// corrupt reports whether a CORRUPT alarm is raised, for any member.
+func (a *alarms) corrupt() bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for k := range a.active {
+		if k.alarm == pb.AlarmType_CORRUPT {
+			return true
+		}
+	}
+	return false
+}
+
 // list returns the raised alarms, filtered by member and type (0/NONE: all).
 func (a *alarms) list(member uint64, t pb.AlarmType) []*pb.AlarmMember {
 	a.mu.RLock()

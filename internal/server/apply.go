@@ -213,6 +213,9 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	if s.alarms.noSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}
+	if s.alarms.corrupt() && refusedWhenCorrupt(req) {
+		return applyResult{err: ErrCorrupt}
+	}
 	// A put (alone or in a txn) may name only a lease that exists at this
 	// point of the log, as in etcd; else it fails and writes nothing.
 	w.CheckLeases(s.lessor.CheckLease)

@@ -59,6 +59,13 @@ type Config struct {
 	// membership changes that leave too few started or connected members
 	// for a quorum are accepted. (Removing the last voter never is.)
 	NoStrictReconfigCheck bool
+	// CorruptCheckTime is the time between the leader's corruption checks
+	// (etcd's --corrupt-check-time); 0 turns them off.
+	CorruptCheckTime time.Duration
+	// CompactHashCheckTime is the time between the leader's checks of the
+	// followers' compaction hashes (etcd's --compact-hash-check-time), with
+	// the CompactHashCheck feature gate on; 0 means 1m.
+	CompactHashCheckTime time.Duration
 	// Features are the feature gates (--feature-gates).
 	Features Features
 	Logger   *slog.Logger

@@ -152,12 +152,17 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reqIDs = newRequestIDs(s.id)
+	if err := s.initialCorruptCheck(); err != nil {
+		s.Stop()
+		return nil, err
+	}
 	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.peerClient, s.log)
 	s.transport.Routes = map[string]http.Handler{
 		pathMembers:    http.HandlerFunc(s.serveMembers),
 		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
 		pathLeaseTTL:   http.HandlerFunc(s.serveLeaseTTL),
 		pathPromote:    http.HandlerFunc(s.servePromote),
+		pathHashKV:     http.HandlerFunc(s.serveHashKV),
 	}
 	for _, m := range s.members.list() {
 		s.transport.AddPeer(m.ID, m.PeerURLs)
@@ -181,6 +186,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.wg.Add(1)
 	go s.publishAttributes()
+	s.startCorruptChecks()
 	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {
 		s.wg.Add(1)
 		go s.autoCompactLoop(ac)
