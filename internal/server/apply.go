@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -98,6 +99,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 		return w.End()
 	}
 	res := s.applyRequest(w, req, e.GetIndex())
+	failpoint.Hit("applyBeforeConsistentIndex")
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
@@ -154,9 +155,11 @@ func (s *Server) onLeaderChange(old, lead uint64) {
 // and its WAL record, before the WAL entries after it.
 func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 	md := snap.GetMetadata()
+	failpoint.Hit("raftBeforeSaveSnapshot")
 	if _, err := snapfmt.Write(s.cfg.snapDir(), snap); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
+	failpoint.Hit("raftAfterSaveSnapshot")
 	return s.wal.SaveSnapshot(walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()})
 }
 
@@ -259,6 +262,7 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	failpoint.Hit("snapshotBeforeReceive")
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -266,6 +270,7 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 		os.Remove(tmp)
 		return fmt.Errorf("save snapshot db: %w", err)
 	}
+	failpoint.Hit("snapshotAfterReceive")
 	s.log.Info("received snapshot", "from", fmt.Sprintf("%x", m.GetFrom()), "index", index, "bytes", n)
 	return s.node.Step(ctx, m)
 }

@@ -13,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // BackendConfig configures the bbolt file behind a store.
@@ -248,9 +250,11 @@ func (b *Backend) flush(batch *writeBuffer) error {
 			}
 		}
 	}
+	failpoint.Hit("backendBeforeCommit")
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w", b.cfg.Path, err)
 	}
+	failpoint.Hit("backendAfterCommit")
 	return b.db.View(func(tx *bolt.Tx) error {
 		b.size.Store(tx.Size())
 		return nil
@@ -594,6 +598,7 @@ func (b *Backend) Defrag() error {
 		return fmt.Errorf("defrag %s: close: %w", b.cfg.Path, err)
 	}
 	tmp := b.cfg.Path + ".defrag"
+	failpoint.Hit("defragBeforeRename")
 	if err := os.Rename(tmp, b.cfg.Path); err != nil {
 		return fmt.Errorf("defrag %s: replace: %w", b.cfg.Path, err)
 	}

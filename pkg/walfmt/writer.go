@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // SegmentSizeBytes is the size past which the writer cuts a new segment, and
@@ -211,10 +213,12 @@ func (w *Writer) write() error {
 
 func (w *Writer) sync() error {
 	t := w.tail()
+	failpoint.Hit("walBeforeFsync")
 	if err := datasync(t.f); err != nil {
 		w.err = fmt.Errorf("sync wal %s: %w", t.Path, err)
 		return w.err
 	}
+	failpoint.Hit("walAfterFsync")
 	return nil
 }
 
