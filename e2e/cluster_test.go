@@ -220,7 +220,14 @@ func TestLearnerPromotion(t *testing.T) {
 		}
 	}
 	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
-	added, err := cli.MemberAddAsLearner(ctx, []string{l.purl})
+	// A new cluster refuses additions until its members have been
+	// connected for 5 s (--strict-reconfig-check, as etcd's).
+	var added *clientv3.MemberAddResponse
+	var err error
+	waitFor(t, 20*time.Second, "the learner to be added", func() bool {
+		added, err = cli.MemberAddAsLearner(ctx, []string{l.purl})
+		return !errors.Is(err, rpctypes.ErrUnhealthy)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

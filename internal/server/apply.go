@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -398,6 +400,9 @@ func (s *Server) maybeSnapshot() error {
 		return err
 	}
 	snap, err := s.storage.CreateSnapshot(s.appliedIndex, s.confState, data)
+	if errors.Is(err, raft.ErrSnapOutOfDate) {
+		return nil // raft holds a snapshot as new, received from the leader
+	}
 	if err != nil {
 		return fmt.Errorf("create snapshot at %d: %w", s.appliedIndex, err)
 	}
@@ -426,33 +431,16 @@ func (s *Server) maybeSnapshot() error {
 func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
 	if index <= s.appliedIndex {
+		// The db has it already (a db shipped with an earlier snapshot can
+		// be newer than that snapshot); raft's storage holds the snapshot
+		// now, so later snapshots must be newer.
+		s.snapshotIndex = max(s.snapshotIndex, index)
 		return nil
 	}
-	received := s.receivedDBPath(index)
-	if _, err := os.Stat(received); err != nil {
-		return fmt.Errorf("install snapshot at %d: its db %s is missing: %w", index, received, err)
-	}
-	old := s.st()
-	if err := old.Close(); err != nil {
-		s.log.Warn("closing the old db failed", "err", err)
-	}
-	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
-		return fmt.Errorf("install snapshot at %d: %w", index, err)
-	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log})
+	st, err := s.replaceDB(index)
 	if err != nil {
 		return fmt.Errorf("install snapshot at %d: %w", index, err)
 	}
-	s.store.Store(st)
-	next := make(chan struct{})
-	close(*s.replaced.Swap(&next))
-	if err := s.members.load(st); err != nil {
-		return err
-	}
-	if err := s.alarms.load(st); err != nil {
-		return err
-	}
-	s.afterStoreReplaced(st)
 	for _, m := range s.members.list() {
 		s.transport.AddPeer(m.ID, m.PeerURLs)
 	}
@@ -462,4 +450,35 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.confState = snap.GetMetadata().GetConfState()
 	s.log.Info("installed snapshot from the leader", "index", index, "revision", st.Rev())
 	return nil
+}
+
+// replaceDB puts the db received with the snapshot at index in the place of
+// the member's db, and reloads what derives from it: members, alarms,
+// leases, auth. Watch streams on the old store end (StoreReplaced).
+func (s *Server) replaceDB(index uint64) (*store.Store, error) {
+	received := s.receivedDBPath(index)
+	if _, err := os.Stat(received); err != nil {
+		return nil, fmt.Errorf("its db %s is missing: %w", received, err)
+	}
+	if err := s.st().Close(); err != nil {
+		s.log.Warn("closing the old db failed", "err", err)
+	}
+	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.store.Store(st)
+	next := make(chan struct{})
+	close(*s.replaced.Swap(&next))
+	if err := s.members.load(st); err != nil {
+		return nil, err
+	}
+	if err := s.alarms.load(st); err != nil {
+		return nil, err
+	}
+	s.afterStoreReplaced(st)
+	return st, nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -163,20 +162,40 @@ func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 	return s.wal.SaveSnapshot(walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()})
 }
 
-// loadSnapshot finds the newest .snap file the WAL also records.
+// loadSnapshot finds the newest .snap file the WAL also records (a member
+// that crashed between writing a .snap file and its WAL record leaves a file
+// the WAL cannot replay from; it is passed over, as are damaged files).
 func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
-	snap, _, skipped, err := snapfmt.LoadNewest(s.cfg.snapDir())
-	for _, sk := range skipped {
-		s.log.Warn("skipping a damaged snapshot file", "path", sk.Path, "err", sk.Err)
-	}
-	if errors.Is(err, snapfmt.ErrNoSnapshot) {
-		return nil, walfmt.Snapshot{}, nil
-	}
+	valid, err := walfmt.ValidSnapshots(s.cfg.walDir())
 	if err != nil {
 		return nil, walfmt.Snapshot{}, err
 	}
-	md := snap.GetMetadata()
-	return snap, walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm()}, nil
+	recorded := map[[2]uint64]bool{}
+	for _, v := range valid {
+		recorded[[2]uint64{v.Term, v.Index}] = true
+	}
+	files, skipped, err := snapfmt.List(s.cfg.snapDir())
+	if err != nil {
+		return nil, walfmt.Snapshot{}, err
+	}
+	for _, sk := range skipped {
+		s.log.Warn("skipping a badly named snapshot file", "path", sk.Path, "err", sk.Err)
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if !recorded[[2]uint64{f.Term, f.Index}] {
+			s.log.Warn("skipping a snapshot file the WAL does not record", "path", f.Path)
+			continue
+		}
+		snap, err := snapfmt.Read(f.Path)
+		if err != nil {
+			s.log.Warn("skipping a damaged snapshot file", "path", f.Path, "err", err)
+			continue
+		}
+		md := snap.GetMetadata()
+		return snap, walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm()}, nil
+	}
+	return nil, walfmt.Snapshot{}, nil
 }
 
 // Process steps a message from a peer (transport.Raft). A proposal that a

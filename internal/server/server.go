@@ -292,6 +292,14 @@ func (s *Server) restart() error {
 	}
 	ci, term := s.st().ConsistentIndex()
 	if ci < s.snapshotIndex {
+		// The member stopped after recording a snapshot from the leader and
+		// before its db took the place of this one: install it now.
+		if st, err := s.replaceDB(s.snapshotIndex); err == nil {
+			ci, term = st.ConsistentIndex()
+			s.log.Info("installed the snapshot db received before the restart", "index", s.snapshotIndex, "consistent-index", ci)
+		}
+	}
+	if ci < s.snapshotIndex {
 		return fmt.Errorf("%w: the db is at raft index %d, older than the snapshot at %d", ErrCorruptedDataDir, ci, s.snapshotIndex)
 	}
 	s.appliedIndex, s.appliedTerm = ci, term
