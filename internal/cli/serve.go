@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/etcdlog"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
 )
@@ -85,8 +87,10 @@ default.cairn, like a bare etcd.`,
 	f.String("tls-max-version", "", "maximum TLS version: TLS1.2 or TLS1.3 (empty: Go's default)")
 	f.String("cipher-suites", "", "comma-separated list of TLS cipher suites for clients and peers, by their Go names (empty: Go's default)")
 	f.Bool("enable-pprof", false, "enable runtime profiling data via HTTP server. Address is at client URL + \"/debug/pprof/\"")
-	f.String("log-format", "json", "log format: json or text")
-	f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.String("logger", "zap", "Currently only supports 'zap' for structured logging.")
+	f.String("log-outputs", "default", "Specify 'stdout' or 'stderr', or a list of comma separated output targets (files).")
+	f.String("log-format", "json", "Configures log format. Only supports json, console (and cairn's text).")
+	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
 	return cmd
 }
 
@@ -104,7 +108,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 			return server.Config{}, fmt.Errorf("read --config-file %s: %w", path, err)
 		}
 	}
-	logger, err := newServerLogger(v.GetString("log-format"), v.GetString("log-level"))
+	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"))
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -208,19 +212,42 @@ func splitList(s string) []string {
 	return out
 }
 
-func newServerLogger(format, level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+// newServerLogger is the member's logger, with etcd's flags: --logger zap
+// (the only one), --log-outputs (default, stderr, stdout or files, comma
+// separated), --log-format json or console in etcd's layouts (or cairn's
+// own text), --log-level.
+func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, error) {
+	if loggerName != "zap" {
+		return nil, fmt.Errorf("unknown logger option %q", loggerName)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	lvl, err := etcdlog.ParseLevel(level)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+	var ws []io.Writer
+	for _, o := range splitList(outputs) {
+		switch o {
+		case "default", "stderr":
+			ws = append(ws, os.Stderr)
+		case "stdout":
+			ws = append(ws, os.Stdout)
+		default:
+			f, err := os.OpenFile(o, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				return nil, fmt.Errorf("open sink %q: %w", o, err)
+			}
+			ws = append(ws, f) // open for the life of the process
+		}
+	}
+	w := io.MultiWriter(ws...)
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	}
+	f, err := etcdlog.ParseFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(etcdlog.NewHandler(w, f, lvl)), nil
 }
 
 // runServe starts the member and its client API and runs until SIGINT or

@@ -179,10 +179,8 @@ func Start(cfg Config) (*Server, error) {
 	go s.leaseLoop()
 	go s.clusterVersionLoop()
 	if vs := s.voters(); len(vs) == 1 && vs[0].ID == s.id {
-		// The only voter need not wait out an election timeout to lead.
-		if err := s.node.Campaign(context.Background()); err != nil {
-			s.log.Warn("campaigning at start failed", "err", err)
-		}
+		s.wg.Add(1)
+		go s.campaignAlone()
 	}
 	s.wg.Add(1)
 	go s.publishAttributes()
@@ -193,6 +191,30 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.log.Info("member started", "name", cfg.Name, "id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", s.clusterID), "data-dir", cfg.DataDir)
 	return s, nil
+}
+
+// campaignAlone: the only voter need not wait out an election timeout to
+// lead. Raft refuses to campaign while configuration changes of its log are
+// unapplied, so it first waits for the log it has: a new cluster's first
+// entries (one per initial member, not yet in the storage), or a restarted
+// member's.
+func (s *Server) campaignAlone() {
+	defer s.wg.Done()
+	last, err := s.storage.LastIndex()
+	if err != nil {
+		return
+	}
+	select {
+	case <-s.applied.wait(max(last, uint64(len(s.members.list())))):
+	case <-s.stopc:
+		return
+	}
+	if s.leaderID.Load() != 0 {
+		return
+	}
+	if err := s.node.Campaign(context.Background()); err != nil {
+		s.log.Warn("campaigning at start failed", "err", err)
+	}
 }
 
 // bootstrap starts raft from the WAL and snapshot, or creates them.
