@@ -302,6 +302,9 @@ type peer struct {
 	qmu    sync.Mutex
 	queued []*raftpb.Message
 	wake   chan struct{} // has a value when queued may be non-empty
+	// active: the current stream has carried messages (run's goroutine
+	// only), so that its loss is logged once.
+	active bool
 	done   chan struct{}
 	once   sync.Once
 }
@@ -389,6 +392,12 @@ func (p *peer) run() {
 		if err == errPeerStopped {
 			return
 		}
+		if p.active {
+			p.active = false
+			p.t.Log.Warn("lost TCP streaming connection with remote peer", "stream-writer-type", "stream Message",
+				"local-member-id", fmt.Sprintf("%x", p.t.MemberID), "remote-peer-id", fmt.Sprintf("%x", p.id), "error", err)
+			p.t.Log.Warn("peer became inactive (message send to peer failed)", "peer-id", fmt.Sprintf("%x", p.id), "error", err)
+		}
 		p.rotate()
 		p.t.Raft.ReportUnreachable(p.id)
 		select { // back off a little before the next connection
@@ -424,6 +433,10 @@ func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error 
 		batch = p.take(batch)
 		if err := p.write(w, buf, coalesce(batch)); err != nil {
 			return err
+		}
+		if !p.active {
+			p.active = true // the request body is being read: connected
+			p.t.Log.Info("peer became active", "peer-id", fmt.Sprintf("%x", p.id))
 		}
 		clear(batch) // let the messages be collected
 	}
