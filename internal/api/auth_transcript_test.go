@@ -222,6 +222,10 @@ func (tr *transcript) identityCalls(who string) {
 		r, err := tr.lease.LeaseTimeToLive(ctx, &pb.LeaseTimeToLiveRequest{ID: 7002, Keys: true})
 		return fmt.Sprintf("granted=%d keys=%d", r.GetGrantedTTL(), len(r.GetKeys())), err
 	})
+	tr.do(who, "LeaseTimeToLive 7002", func(ctx context.Context) (string, error) {
+		r, err := tr.lease.LeaseTimeToLive(ctx, &pb.LeaseTimeToLiveRequest{ID: 7002})
+		return fmt.Sprintf("granted=%d", r.GetGrantedTTL()), err
+	})
 	tr.do(who, "LeaseLeases", func(ctx context.Context) (string, error) {
 		r, err := tr.lease.LeaseLeases(ctx, &pb.LeaseLeasesRequest{})
 		return fmt.Sprint(len(r.GetLeases())), err

@@ -7,6 +7,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
 )
 
@@ -72,8 +73,13 @@ func (l *leaseServer) keepAlive(stream grpc.BidiStreamingServer[pb.LeaseKeepAliv
 }
 
 func (l *leaseServer) LeaseTimeToLive(ctx context.Context, req *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
-	// auth: the answer may name the lease's keys, so they must be readable.
-	if err := l.a.s.CheckLeaseKeysReadable(callerInfo(ctx), req.ID); err != nil {
+	// auth: an answer that names the lease's keys needs read on each of
+	// them; without keys, any authenticated user may ask, as in etcd.
+	check := l.a.s.AuthStore().IsAuthenticated
+	if req.Keys {
+		check = func(info auth.Info) error { return l.a.s.CheckLeaseKeysReadable(info, req.ID) }
+	}
+	if err := check(callerInfo(ctx)); err != nil {
 		return nil, toGRPC(err)
 	}
 	info, err := l.a.s.LeaseTimeToLive(ctx, req.ID, req.Keys)
