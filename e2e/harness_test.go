@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,10 +75,16 @@ type clusterOptions struct {
 	// autoTLS makes every URL https, with self-signed certificates
 	// (--auto-tls, --peer-auto-tls).
 	autoTLS bool
+	// unix puts every client and peer URL on a Unix socket in the
+	// working directory (unix://127.0.0.1:PORT, as etcd names them).
+	unix bool
 }
 
 func (o clusterOptions) scheme() string {
-	if o.certs != nil || o.autoTLS {
+	switch {
+	case o.unix:
+		return "unix://"
+	case o.certs != nil || o.autoTLS:
 		return "https://"
 	}
 	return "http://"
@@ -195,9 +202,9 @@ func waitHealthy(t *testing.T, ms ...*member) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, m := range ms {
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: m.clientTLS}}
+		hc, base := httpClient(m)
 		for {
-			resp, err := hc.Get(m.curl + "/health")
+			resp, err := hc.Get(base + "/health")
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -245,4 +252,18 @@ func leader(t *testing.T, ms []*member) *member {
 		}
 	}
 	return nil
+}
+
+// httpClient returns an HTTP client for m's client URL and the base URL to
+// use with it: a unix:// URL is reached as http over its socket.
+func httpClient(m *member) (*http.Client, string) {
+	tr := &http.Transport{TLSClientConfig: m.clientTLS}
+	socket, isUnix := strings.CutPrefix(m.curl, "unix://")
+	if !isUnix {
+		return &http.Client{Transport: tr}, m.curl
+	}
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}
+	return &http.Client{Transport: tr}, "http://" + socket
 }

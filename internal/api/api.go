@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -81,19 +81,16 @@ func (a *API) Serve(clientURLs []string) error {
 		return fmt.Errorf("start the JSON gateway: %w", err)
 	}
 	for _, u := range clientURLs {
-		pu, err := url.Parse(u)
-		if err != nil {
-			return err
-		}
-		if pu.Scheme == "https" && a.http.TLSConfig == nil {
-			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
-		}
-		ln, err := net.Listen("tcp", pu.Host)
+		ln, secure, err := listen.URL(u)
 		if err != nil {
 			return fmt.Errorf("listen on client URL %s: %w", u, err)
 		}
+		if secure && a.http.TLSConfig == nil {
+			ln.Close()
+			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
+		}
 		a.lns = append(a.lns, ln)
-		if pu.Scheme == "https" {
+		if secure {
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
 			continue

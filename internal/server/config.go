@@ -6,12 +6,12 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
 )
 
@@ -162,7 +162,7 @@ func (c Config) Validate() error {
 		{"--listen-peer-urls", c.ListenPeerURLs}, {"--initial-advertise-peer-urls", c.InitialAdvertisePeerURLs},
 	} {
 		for _, u := range group.urls {
-			if err := checkURL(u); err != nil {
+			if err := listen.Check(u); err != nil {
 				return fmt.Errorf("%s: %w", group.flag, err)
 			}
 		}
@@ -196,20 +196,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func checkURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("bad URL %q: %w", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("URL %q: scheme must be http or https", s)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", s)
-	}
-	return nil
-}
-
 // ParseInitialCluster parses "name=url,name=url" into name → peer URLs,
 // sorted; a name may appear more than once, for a member with several peer
 // URLs, but a URL only once.
@@ -225,7 +211,7 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--initial-cluster: %q is not name=url", part)
 		}
-		if err := checkURL(u); err != nil {
+		if err := listen.Check(u); err != nil {
 			return nil, fmt.Errorf("--initial-cluster: %w", err)
 		}
 		if seen[u] {

@@ -29,7 +29,7 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		"unknown cluster state": {func(c *Config) { c.InitialClusterState = "maybe" }, "--initial-cluster-state"},
 		"name not in cluster":   {func(c *Config) { c.Name = "m9" }, "no member named"},
-		"bad URL":               {func(c *Config) { c.ListenClientURLs = []string{"unix://x:2379"} }, "scheme"},
+		"bad URL":               {func(c *Config) { c.ListenClientURLs = []string{"ftp://x:2379"} }, "scheme"},
 		"election too short":    {func(c *Config) { c.ElectionTimeout = 200 * time.Millisecond }, "--election-timeout"},
 		"quota too large":       {func(c *Config) { c.QuotaBackendBytes = 9 << 30 }, "--quota-backend-bytes"},
 		"peer URLs disagree":    {func(c *Config) { c.InitialAdvertisePeerURLs = []string{"http://127.0.0.1:9999"} }, "--initial-advertise-peer-urls"},

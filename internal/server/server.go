@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -353,15 +352,14 @@ func (s *Server) st() *store.Store { return s.store.Load() }
 // logged as warnings.
 func (s *Server) listenPeers() error {
 	for _, u := range s.cfg.ListenPeerURLs {
-		pu, _ := url.Parse(u)
-		ln, err := net.Listen("tcp", pu.Host)
+		ln, secure, err := listen.URL(u)
 		if err != nil {
 			return fmt.Errorf("listen on peer URL %s: %w", u, err)
 		}
 		srv := &http.Server{Handler: s.transport.Handler(), ReadHeaderTimeout: 5 * time.Second,
 			TLSConfig: s.tls.peer, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 		s.peerSrv = append(s.peerSrv, srv)
-		if pu.Scheme == "https" {
+		if secure {
 			go srv.ServeTLS(ln, "", "")
 		} else {
 			go srv.Serve(ln)

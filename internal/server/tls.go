@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
 )
 
@@ -36,7 +37,7 @@ func (c Config) validateTLS() error {
 
 func isHTTPS(u string) bool {
 	pu, err := url.Parse(u)
-	return err == nil && pu.Scheme == "https"
+	return err == nil && listen.Secure(pu.Scheme)
 }
 
 // memberTLS are the TLS configurations of a running member.

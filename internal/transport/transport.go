@@ -20,6 +20,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/listen"
 )
 
 // Paths served on the peer port.
@@ -74,14 +76,41 @@ type Transport struct {
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
 // the defaults) is used with https peer URLs.
 func NewClient(tlsConfig *tls.Config) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	dialer := &net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: unixPeers{&http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if ctx.Value(dialUnixKey{}) != nil {
+				return dialer.DialContext(ctx, "unix", addr)
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     time.Minute,
-	}}
+	}}}
 }
+
+// unixPeers sends a request to a unix:// (unixs://) peer URL as http
+// (https) over a connection to the Unix socket its host names.
+type unixPeers struct{ base *http.Transport }
+
+type dialUnixKey struct{}
+
+func (u unixPeers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !listen.Unix(req.URL.Scheme) {
+		return u.base.RoundTrip(req)
+	}
+	r := req.Clone(context.WithValue(req.Context(), dialUnixKey{}, true))
+	r.URL.Scheme = "http"
+	if listen.Secure(req.URL.Scheme) {
+		r.URL.Scheme = "https"
+	}
+	return u.base.RoundTrip(r)
+}
+
+// CloseIdleConnections closes the idle peer connections.
+func (u unixPeers) CloseIdleConnections() { u.base.CloseIdleConnections() }
 
 // New returns a transport that sends with client (see NewClient); set the
 // fields above before Start.
