@@ -12,8 +12,8 @@ import (
 
 // peerProxy forwards connections to a member's peer listener. It can cut
 // all of them (the member hears nobody) or those opened by one other member
-// (that member is not heard), which it recognises by the X-Server-From
-// header peers send with each request. Cutting a member off entirely takes
+// (that member is not heard), which it recognises by the header peers send
+// with each request: etcd's X-Server-From, cairn's X-Cairn-From. Cutting a member off entirely takes
 // both: its own proxy blocks all, every other proxy blocks it.
 type peerProxy struct {
 	addr   string
@@ -105,8 +105,8 @@ func (p *peerProxy) forward(client net.Conn) {
 	_, _ = io.Copy(client, server)
 }
 
-// readHead reads an HTTP request head and returns it with the value of its
-// X-Server-From header ("" if absent).
+// readHead reads an HTTP request head and returns it with the sender its
+// X-Server-From or X-Cairn-From header names ("" if absent).
 func readHead(r *bufio.Reader) (head []byte, sender string, err error) {
 	var buf bytes.Buffer
 	for buf.Len() < 1<<16 {
@@ -115,7 +115,7 @@ func readHead(r *bufio.Reader) (head []byte, sender string, err error) {
 			return nil, "", err
 		}
 		buf.WriteString(line)
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(name), "X-Server-From") {
+		if name, value, ok := strings.Cut(line, ":"); ok && isSenderHeader(strings.TrimSpace(name)) {
 			sender = strings.TrimSpace(value)
 		}
 		if line == "\r\n" || line == "\n" {
@@ -128,4 +128,8 @@ func readHead(r *bufio.Reader) (head []byte, sender string, err error) {
 func (p *peerProxy) close() {
 	p.l.Close()
 	p.block("")
+}
+
+func isSenderHeader(name string) bool {
+	return strings.EqualFold(name, "X-Server-From") || strings.EqualFold(name, "X-Cairn-From")
 }

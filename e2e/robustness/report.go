@@ -1,0 +1,102 @@
+package robustness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// result sums up one run; scripts/robustness.sh reads these as JSON lines.
+type result struct {
+	Server           string         `json:"server"`
+	Seed             int64          `json:"seed"`
+	Run              int            `json:"run"`
+	Duration         string         `json:"duration"`
+	Faults           map[string]int `json:"faults"`
+	Ops              int            `json:"ops"`
+	UnknownOps       int            `json:"unknown_ops"`
+	FinalRev         int64          `json:"final_rev"`
+	Linearizable     string         `json:"linearizable"` // Ok, Illegal, Unknown (checker timed out), or not checked
+	CheckTime        string         `json:"check_time"`   // how long porcupine took
+	LinViolations    int            `json:"lin_violations"`
+	LostWrites       int            `json:"lost_writes"`
+	WatchAnomalies   int            `json:"watch_anomalies"`
+	Unhealthy        int            `json:"unhealthy_after_last_heal"`
+	UnhealthyAnyHeal int            `json:"unhealthy_after_any_heal"` // the last heal included
+	NoLeaderCancels  int            `json:"no_leader_cancels"`
+	NoLeaderExpected int            `json:"no_leader_expected"`
+	NoLeaderMissed   int            `json:"no_leader_missed"`
+	Failures         []string       `json:"failures,omitempty"`
+	Artifacts        string         `json:"artifacts,omitempty"`
+}
+
+var outMu sync.Mutex
+
+// appendResult adds r as one JSON line to path (nothing if path is "").
+func appendResult(path string, r result) error {
+	if path == "" {
+		return nil
+	}
+	outMu.Lock()
+	defer outMu.Unlock()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	return err
+}
+
+// artifacts is what a failing run leaves behind.
+type artifacts struct {
+	Result   result         `json:"result"`
+	Faults   []faultRecord  `json:"faults"`
+	Ops      []op           `json:"history"`
+	Watchers []*watcher     `json:"watchers"`
+	Final    *finalHistory  `json:"final_history"`
+	Schedule []fault        `json:"schedule"`
+	Extra    map[string]any `json:"extra,omitempty"`
+}
+
+// artifactsDir is where a failing run saves its history and logs: under
+// ROBUSTNESS_ARTIFACTS, or the system's temporary folder.
+func artifactsDir(server string, seed int64) (string, error) {
+	root := os.Getenv("ROBUSTNESS_ARTIFACTS")
+	if root == "" {
+		root = os.TempDir()
+	}
+	dir := filepath.Join(root, fmt.Sprintf("robustness-%s-seed%d-%s", server, seed, time.Now().UTC().Format("20060102T150405")))
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// save writes history.json and copies the member logs into dir.
+func save(dir string, a artifacts, c *cluster) error {
+	b, err := json.MarshalIndent(a, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.json"), b, 0o644); err != nil {
+		return err
+	}
+	if c == nil {
+		return nil
+	}
+	for _, m := range c.everyone() {
+		log, err := os.ReadFile(m.logPath)
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(m.logPath)), log, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

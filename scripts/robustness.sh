@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs the long robustness suite (e2e/robustness) and prints a table of what
+# it found, per server. Defaults: 20 runs of 60 s per server, faults
+# kill,pause,isolate, both cairn and etcd 3.7.3 (the control).
+#
+#   RUNS=20 DURATION=60s FAULTS=kill,pause,isolate SERVER=both SEED=0 scripts/robustness.sh
+#
+# SEED=0 picks a random seed (printed). FAULTS takes any of
+# kill,pause,isolate,leader-restart,drop,delay,membership or "all" (every
+# kind but membership). CAIRN_BIN tests a
+# given binary; CAIRN_REFERENCE_ETCD_DIR names a folder with etcd 3.7.3.
+# Failing runs save their history and member logs under ROBUSTNESS_ARTIFACTS
+# (default: the system's temporary folder); the go test log, the results
+# (one JSON line per run) and the table are kept in $OUT_DIR (default: a new
+# temporary folder). `scripts/robustness.sh --table results.jsonl` prints
+# the table of an earlier run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# table prints the markdown table of a results file (one JSON line per run).
+table() {
+  local tsv
+  tsv=$(mktemp)
+  jq -rs '
+    group_by(.server)[] |
+    . as $runs |
+    ($runs | map(.faults // {} | to_entries[]) | group_by(.key) | map("\(.[0].key) \(map(.value) | add)") | join(", ")) as $faults |
+    [ $runs[0].server,
+      ($runs | length),
+      ($runs | map(select((.failures // []) | length > 0)) | length),
+      $faults,
+      ($runs | map(.ops) | add),
+      ($runs | map(.unknown_ops) | add),
+      ($runs | map(.lin_violations) | add),
+      ($runs | map(select(.linearizable == "Unknown")) | length),
+      ($runs | map(.lost_writes) | add),
+      ($runs | map(.watch_anomalies) | add),
+      ($runs | map(.unhealthy_after_last_heal) | add),
+      ($runs | map(.unhealthy_after_any_heal) | add),
+      "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))"
+    ] | @tsv' "$1" >"$tsv"
+
+  {
+    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$tsv"
+  }
+  rm -f "$tsv"
+}
+
+if [ "${1:-}" = "--table" ]; then # scripts/robustness.sh --table results.jsonl
+  table "$2"
+  exit
+fi
+
+RUNS=${RUNS:-20}
+DURATION=${DURATION:-60s}
+FAULTS=${FAULTS:-kill,pause,isolate}
+SERVER=${SERVER:-both}
+SEED=${SEED:-0}
+OUT_DIR=${OUT_DIR:-$(mktemp -d -t robustness-XXXXXX)}
+mkdir -p "$OUT_DIR"
+results="$OUT_DIR/results.jsonl"
+log="$OUT_DIR/go-test.log"
+: >"$results"
+
+echo "robustness: $RUNS runs of $DURATION per server ($SERVER), faults $FAULTS; log $log" >&2
+go test ./e2e/robustness/ -run '^TestRobustness$' -count=1 -v -timeout 6h \
+  -seed "$SEED" -runs "$RUNS" -duration "$DURATION" -faults "$FAULTS" -server "$SERVER" -out "$results" \
+  >"$log" 2>&1
+status=$?
+grep -E '^\s+robustness_test.go:[0-9]+: seed|--- (FAIL|SKIP)|skipping' "$log" | sed 's/^ *//' >&2
+
+table "$results" | tee "$OUT_DIR/table.md"
+if [ "$status" -ne 0 ]; then
+  echo "robustness: some runs failed (go test exit $status); failures and artifact folders:" >&2
+  jq -r 'select((.failures // []) | length > 0) | "\(.server) seed \(.seed): \(.artifacts)\n  \(.failures | .[0:5] | join("\n  "))"' "$results" >&2
+fi
+exit "$status"
