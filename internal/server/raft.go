@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -250,7 +251,7 @@ func (s *Server) forwardedLoop() {
 // raft, which trusts what it is given (a forged commit index makes it panic).
 func (s *Server) checkPeerMessage(m *raftpb.Message) error {
 	if s.members.isRemoved(m.GetFrom()) {
-		return ErrMemberIDRemoved
+		return fmt.Errorf("%w: %w", transport.ErrRemoved, ErrMemberIDRemoved)
 	}
 	if m.GetTo() != s.id {
 		return fmt.Errorf("%w: message for member %x, this is member %x", ErrBadPeerMessage, m.GetTo(), s.id)
@@ -296,6 +297,16 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 
 func (s *Server) receivedDBPath(index uint64) string {
 	return filepath.Join(s.cfg.snapDir(), fmt.Sprintf("%016x.snap.db", index))
+}
+
+// Removed stops a member that its peers say was removed from the cluster
+// (transport.Raft): it may have missed the entry that removes it, which
+// the others no longer send it, and would stay leaderless for good.
+func (s *Server) Removed() {
+	s.removedOnce.Do(func() {
+		s.log.Warn("the member has been permanently removed from the cluster", "local-member-id", fmt.Sprintf("%x", s.id))
+		go s.Stop()
+	})
 }
 
 // ReportUnreachable tells raft a peer could not be reached (transport.Raft).

@@ -85,10 +85,11 @@ type Server struct {
 	lessor *lease.Lessor
 	auth   *auth.Store // users, roles, tokens (auth: added)
 
-	stopOnce sync.Once
-	stopc    chan struct{}
-	wg       sync.WaitGroup
-	errc     chan error
+	stopOnce    sync.Once
+	removedOnce sync.Once // Removed
+	stopc       chan struct{}
+	wg          sync.WaitGroup
+	errc        chan error
 }
 
 type toApply struct {

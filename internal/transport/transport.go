@@ -46,7 +46,14 @@ type Raft interface {
 	// ReportUnreachable and ReportSnapshot tell raft how sending went.
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, failed bool)
+	// Removed is called when a peer refuses this member's messages because
+	// the cluster removed it (an error of Process that wraps ErrRemoved).
+	Removed()
 }
+
+// ErrRemoved, wrapped in an error of Raft.Process, says the sender was
+// removed from the cluster; the sender is answered 410 Gone and stops.
+var ErrRemoved = errors.New("the member has been permanently removed from the cluster")
 
 // SnapshotSource opens the db stream that goes with an outgoing snapshot.
 type SnapshotSource func(m *raftpb.Message) (io.ReadCloser, error)
@@ -267,7 +274,16 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := t.Raft.Process(r.Context(), m); err != nil {
-			http.Error(w, "process: "+err.Error(), http.StatusInternalServerError)
+			status := http.StatusInternalServerError
+			if errors.Is(err, ErrRemoved) {
+				status = http.StatusGone
+			}
+			// As in checkCluster: answer now, the stream does not end.
+			w.Header().Set("Connection", "close")
+			http.Error(w, "process: "+err.Error(), status)
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
 			return
 		}
 	}
@@ -535,8 +551,11 @@ func (p *peer) post(path string, body io.Reader) error {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		if resp.StatusCode == http.StatusPreconditionFailed {
+		switch resp.StatusCode {
+		case http.StatusPreconditionFailed:
 			p.t.Log.Error("peer refused us", "peer", fmt.Sprintf("%x", p.id), "reason", string(bytes.TrimSpace(msg)))
+		case http.StatusGone:
+			p.t.Raft.Removed()
 		}
 		return fmt.Errorf("peer %x: %s: %s", p.id, resp.Status, bytes.TrimSpace(msg))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,17 +18,25 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// recorder is a Raft that records what arrives.
+// recorder is a Raft that records what arrives; with refuse set, Process
+// refuses every message with it.
 type recorder struct {
 	mu          sync.Mutex
 	got         []*raftpb.Message
 	unreachable int
 	arrived     chan struct{}
+	refuse      error
+	removed     chan struct{}
 }
 
-func newRecorder() *recorder { return &recorder{arrived: make(chan struct{}, 100)} }
+func newRecorder() *recorder {
+	return &recorder{arrived: make(chan struct{}, 100), removed: make(chan struct{}, 100)}
+}
 
 func (r *recorder) Process(_ context.Context, m *raftpb.Message) error {
+	if r.refuse != nil {
+		return r.refuse
+	}
 	r.mu.Lock()
 	r.got = append(r.got, m)
 	r.mu.Unlock()
@@ -45,6 +54,7 @@ func (r *recorder) ReportUnreachable(uint64) {
 	r.arrived <- struct{}{}
 }
 func (r *recorder) ReportSnapshot(uint64, bool) {}
+func (r *recorder) Removed()                    { r.removed <- struct{}{} }
 
 func (r *recorder) sawUnreachable() bool {
 	r.mu.Lock()
@@ -80,6 +90,27 @@ func TestMessagesReachPeer(t *testing.T) {
 	waitArrival(t, to)
 	if len(to.got) != 2 || to.got[1].GetType() != raftpb.MessageType_MsgApp || to.got[1].GetTerm() != 3 {
 		t.Fatalf("received %v", to.got)
+	}
+}
+
+// TestRemovedMemberIsTold: a peer that refuses a member's messages because
+// the member was removed answers 410, and the member's Raft is told (it may
+// never see the entry that removed it).
+func TestRemovedMemberIsTold(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	to := newRecorder()
+	to.refuse = fmt.Errorf("%w: member 1", ErrRemoved)
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), log).Handler())
+	defer srv.Close()
+	from := newRecorder()
+	send := New(7, 1, from, nil, NewClient(nil), log)
+	defer send.Stop()
+	send.AddPeer(2, []string{srv.URL})
+	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat)})
+	select {
+	case <-from.removed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removed member was not told")
 	}
 }
 
