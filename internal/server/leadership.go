@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -12,16 +13,20 @@ import (
 type leaderless struct {
 	grace time.Duration
 
-	mu      sync.Mutex
-	changed chan struct{} // closed at the next leader change, then renewed
-	long    chan struct{} // closed once leaderless for grace; renewed when a leader is known
-	timer   *time.Timer   // runs while there is no leader and long is open
-	since   time.Time     // when the member last lost its leader (zero: it has one)
+	mu sync.Mutex
+	// changed is cancelled at the next leader change (or at stop), then
+	// renewed.
+	changed       context.Context
+	cancelChanged context.CancelFunc
+	long          chan struct{} // closed once leaderless for grace; renewed when a leader is known
+	timer         *time.Timer   // runs while there is no leader and long is open
+	since         time.Time     // when the member last lost its leader (zero: it has one)
 }
 
 // newLeaderless starts without a leader, as a member does.
 func newLeaderless(grace time.Duration) *leaderless {
-	l := &leaderless{grace: grace, changed: make(chan struct{}), long: make(chan struct{})}
+	l := &leaderless{grace: grace, long: make(chan struct{})}
+	l.changed, l.cancelChanged = context.WithCancel(context.Background())
 	l.set(0)
 	return l
 }
@@ -30,8 +35,8 @@ func newLeaderless(grace time.Duration) *leaderless {
 func (l *leaderless) set(lead uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.cancelChanged()
+	l.changed, l.cancelChanged = context.WithCancel(context.Background())
 	if lead != 0 {
 		l.since = time.Time{}
 		if l.timer != nil {
@@ -61,7 +66,11 @@ func (l *leaderless) set(lead uint64) {
 }
 
 // leaderChange is closed at the next change of leader.
-func (l *leaderless) leaderChange() <-chan struct{} {
+func (l *leaderless) leaderChange() <-chan struct{} { return l.untilChange().Done() }
+
+// untilChange is a context cancelled at the next change of leader, or when
+// the member stops.
+func (l *leaderless) untilChange() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed
@@ -78,6 +87,7 @@ func (l *leaderless) lost() <-chan struct{} {
 func (l *leaderless) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.cancelChanged()
 	if l.timer != nil {
 		l.timer.Stop()
 		l.timer = nil

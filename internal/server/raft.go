@@ -226,7 +226,8 @@ const forwardedQueueSize = 1024
 // forwardedLoop steps the proposals followers forward. One that arrives
 // while this member has no leader is dropped at once (its proposer's
 // request times out, as with any lost proposal); one that raft does not
-// take within a heartbeat, because the leader was lost meanwhile, too.
+// take before the leader changes, too. (A busy raft is waited for: a
+// proposal is not dropped for being slow.)
 func (s *Server) forwardedLoop() {
 	defer s.wg.Done()
 	for {
@@ -238,11 +239,9 @@ func (s *Server) forwardedLoop() {
 				s.proposalsFailed.Add(1)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HeartbeatInterval)
-			if err := s.node.Step(ctx, m); err != nil {
+			if err := s.node.Step(s.leaderless.untilChange(), m); err != nil {
 				s.proposalsFailed.Add(1)
 			}
-			cancel()
 		}
 	}
 }

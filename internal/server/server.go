@@ -439,8 +439,8 @@ func (s *Server) Stop() {
 	for _, srv := range s.peerSrv {
 		srv.Close()
 	}
+	s.leaderless.stop() // ends a step of forwardedLoop waiting for raft
 	s.wg.Wait()
-	s.leaderless.stop()
 	if s.transport != nil {
 		s.transport.Stop()
 	}
