@@ -44,7 +44,8 @@ func TestRemovingTheLastMemberIsRefused(t *testing.T) {
 // TestStrictReconfigCheck: with --strict-reconfig-check (the default) a
 // member refuses changes that could break the active quorum, as etcd's
 // does: any addition until it has been connected to a quorum of voters
-// for 5 s, and, with one of three members down, the removal of a live one;
+// for 5 s, and, with one of three members down, an addition and the
+// removal of a live one;
 // the removal of the member that is down is accepted.
 func TestStrictReconfigCheck(t *testing.T) {
 	start := time.Now()
@@ -60,6 +61,11 @@ func TestStrictReconfigCheck(t *testing.T) {
 	ms[2].stop()
 	// The members' connections must be older than the health interval.
 	waitFor(t, 10*time.Second, "5 s since the start", func() bool { return time.Since(start) > 5*time.Second+time.Second })
+	// Two of three connected is not a quorum of the four the cluster would
+	// have (etcd's TestCtlV3MemberAddAsLearnerWithOneMemberDown).
+	if _, err := cli.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"}); !errors.Is(err, rpctypes.ErrUnhealthy) {
+		t.Errorf("add a learner with one of three members down: %v, want %v", err, rpctypes.ErrUnhealthy)
+	}
 	if _, err := cli.MemberRemove(ctx, ms[1].s.ID()); !errors.Is(err, rpctypes.ErrUnhealthy) {
 		t.Errorf("remove a live member while another is down: %v, want %v", err, rpctypes.ErrUnhealthy)
 	}

@@ -48,9 +48,11 @@ func started(m Member) bool { return m.Name != "" }
 // checkAdd: a new voter must not leave the started voters short of a
 // quorum of the larger cluster (a one-member cluster may always grow to
 // two: that is how a cluster is restored), and this member must be
-// connected to a quorum of the voters, or the change may break the active
-// quorum. (So a cluster refuses additions for healthInterval after it
-// starts, as etcd's does.)
+// connected to a quorum of the cluster with the new member counted, learner
+// or not, or the change may break the active quorum: with one of three
+// members down an addition is refused, with one of four it is not (as in
+// etcd's TestCtlV3MemberAddAsLearnerWithOneMemberDown). So a cluster also
+// refuses additions for healthInterval after it starts, as etcd's does.
 func (s *Server) checkAdd(isLearner bool) error {
 	if s.cfg.NoStrictReconfigCheck {
 		return nil
@@ -67,7 +69,7 @@ func (s *Server) checkAdd(isLearner bool) error {
 			return ErrNotEnoughStarted
 		}
 	}
-	if s.connectedVoters(vs) < len(vs)/2+1 {
+	if len(vs) > 1 && s.connectedVoters(vs) < (len(vs)+1)/2+1 {
 		return ErrUnhealthy
 	}
 	return nil
