@@ -164,19 +164,10 @@ func TestLeaderKillFailoverAndCatchUp(t *testing.T) {
 	cli := client(t, ms...)
 	w := startWriter(cli, "acked/")
 	waitFor(t, 10*time.Second, "first writes", func() bool { return w.count() > 100 })
-	old := leader(t, ms)
-	if old == nil {
-		t.Fatal("no leader")
-	}
+	old, rest := leaderAndRest(t, ms)
 	before := w.count()
 	old.kill()
 	killedAt := time.Now()
-	var rest []*member
-	for _, m := range ms {
-		if m != old {
-			rest = append(rest, m)
-		}
-	}
 	waitFor(t, 10*time.Second, "a new leader and successful writes after killing the leader", func() bool {
 		return leader(t, rest) != nil && w.count() > before+50
 	})

@@ -14,16 +14,7 @@ import (
 // more terms).
 func TestGracefulStopOfLeaderHandsOffLeadership(t *testing.T) {
 	ms := newCluster(t, 3, clusterOptions{})
-	old := leader(t, ms)
-	if old == nil {
-		t.Fatal("no leader")
-	}
-	var rest []*member
-	for _, m := range ms {
-		if m != old {
-			rest = append(rest, m)
-		}
-	}
+	old, rest := leaderAndRest(t, ms)
 	cli := client(t, rest...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -239,6 +239,23 @@ func client(t *testing.T, ms ...*member) *clientv3.Client {
 	return cli
 }
 
+// leaderAndRest returns the leader of ms and the other members; no leader
+// fails the test.
+func leaderAndRest(t *testing.T, ms []*member) (*member, []*member) {
+	t.Helper()
+	lead := leader(t, ms)
+	if lead == nil {
+		t.Fatal("no leader")
+	}
+	var rest []*member
+	for _, m := range ms {
+		if m != lead {
+			rest = append(rest, m)
+		}
+	}
+	return lead, rest
+}
+
 // leader returns the member that is leader, by asking each for its status.
 func leader(t *testing.T, ms []*member) *member {
 	t.Helper()

@@ -19,16 +19,7 @@ import (
 // ends the round at once, and the read is served within a few heartbeats.
 func TestFirstReadAfterLeaderPause(t *testing.T) {
 	ms := newCluster(t, 3, clusterOptions{})
-	old := leader(t, ms)
-	if old == nil {
-		t.Fatal("no leader")
-	}
-	var rest []*member
-	for _, m := range ms {
-		if m != old {
-			rest = append(rest, m)
-		}
-	}
+	old, rest := leaderAndRest(t, ms)
 	oldc := client(t, old)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
