@@ -20,7 +20,7 @@ type leaderless struct {
 	cancelChanged context.CancelFunc
 	long          chan struct{} // closed once leaderless for grace; renewed when a leader is known
 	timer         *time.Timer   // runs while there is no leader and long is open
-	since         time.Time     // when the member last lost its leader (zero: it has one)
+	noLeader      bool
 }
 
 // newLeaderless starts without a leader, as a member does.
@@ -38,7 +38,7 @@ func (l *leaderless) set(lead uint64) {
 	l.cancelChanged()
 	l.changed, l.cancelChanged = context.WithCancel(context.Background())
 	if lead != 0 {
-		l.since = time.Time{}
+		l.noLeader = false
 		if l.timer != nil {
 			l.timer.Stop()
 			l.timer = nil
@@ -50,15 +50,15 @@ func (l *leaderless) set(lead uint64) {
 		}
 		return
 	}
-	if !l.since.IsZero() {
+	if l.noLeader {
 		return // still without one
 	}
-	l.since = time.Now()
+	l.noLeader = true
 	long := l.long
 	l.timer = time.AfterFunc(l.grace, func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.long == long && !l.since.IsZero() {
+		if l.long == long && l.noLeader {
 			close(long)
 			l.timer = nil
 		}
