@@ -43,7 +43,20 @@ func (s *Server) connectedVoters(vs []Member) int {
 	return n
 }
 
-func started(m Member) bool { return m.Name != "" }
+// startedVoters counts the voters of vs that have started (published
+// their name), but for the one with ID except (0: none).
+func startedVoters(vs []Member, except uint64) int {
+	n := 0
+	for _, v := range vs {
+		if v.ID != except && v.Name != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// quorum is the majority of n voters.
+func quorum(n int) int { return n/2 + 1 }
 
 // checkAdd: a new voter must not leave the started voters short of a
 // quorum of the larger cluster (a one-member cluster may always grow to
@@ -59,17 +72,12 @@ func (s *Server) checkAdd(isLearner bool) error {
 	}
 	vs := s.voters()
 	if !isLearner {
-		n, up := len(vs)+1, 0
-		for _, m := range vs {
-			if started(m) {
-				up++
-			}
-		}
-		if !(up == 1 && n == 2) && up < n/2+1 {
+		n, up := len(vs)+1, startedVoters(vs, 0)
+		if !(up == 1 && n == 2) && up < quorum(n) {
 			return ErrNotEnoughStarted
 		}
 	}
-	if len(vs) > 1 && s.connectedVoters(vs) < (len(vs)+1)/2+1 {
+	if len(vs) > 1 && s.connectedVoters(vs) < quorum(len(vs)+1) {
 		return ErrUnhealthy
 	}
 	return nil
@@ -91,23 +99,13 @@ func (s *Server) checkRemove(id uint64) error {
 	if s.cfg.NoStrictReconfigCheck {
 		return nil
 	}
-	n, up := 0, 0
-	for _, v := range vs {
-		if v.ID == id {
-			continue
-		}
-		n++
-		if started(v) {
-			up++
-		}
-	}
-	if up < n/2+1 {
+	if startedVoters(vs, id) < quorum(len(vs)-1) {
 		return ErrNotEnoughStarted
 	}
 	if id != s.id && s.transport.ActiveSince(id).IsZero() {
 		return nil // not part of the active quorum
 	}
-	if s.connectedVoters(vs)-1 < 1+(len(vs)-1)/2 {
+	if s.connectedVoters(vs)-1 < quorum(len(vs)-1) {
 		return ErrUnhealthy
 	}
 	return nil
@@ -120,13 +118,7 @@ func (s *Server) checkPromote() error {
 		return nil
 	}
 	vs := s.voters()
-	n, up := len(vs)+1, 1
-	for _, v := range vs {
-		if started(v) {
-			up++
-		}
-	}
-	if up < n/2+1 {
+	if startedVoters(vs, 0)+1 < quorum(len(vs)+1) { // the learner counts as started
 		return ErrNotEnoughStarted
 	}
 	return nil
