@@ -45,6 +45,14 @@ table() {
     awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$tsv"
   }
   rm -f "$tsv"
+  # What the unknown outcomes were, per server: the most frequent errors.
+  jq -rs '
+    group_by(.server)[] |
+    .[0].server as $server |
+    (map(.unknown_errors // {} | to_entries[]) | group_by(.key) | map({k: .[0].key, n: (map(.value) | add)}) |
+     sort_by(-.n) | .[0:6]) as $errs |
+    select($errs | length > 0) |
+    "\n\($server): unknown outcomes by error: " + ($errs | map("\(.n) `\(.k)`") | join("; "))' "$1"
 }
 
 if [ "${1:-}" = "--table" ]; then # scripts/robustness.sh --table results.jsonl

@@ -18,6 +18,7 @@ type result struct {
 	Faults           map[string]int `json:"faults"`
 	Ops              int            `json:"ops"`
 	UnknownOps       int            `json:"unknown_ops"`
+	UnknownErrors    map[string]int `json:"unknown_errors,omitempty"` // the unknown outcomes by error message
 	FinalRev         int64          `json:"final_rev"`
 	Linearizable     string         `json:"linearizable"` // Ok, Illegal, Unknown (checker timed out), or not checked
 	CheckTime        string         `json:"check_time"`   // how long porcupine took

@@ -34,7 +34,7 @@ const healthWithin = 5 * time.Second
 // checks everything; it returns the result, with its failures listed.
 func runOnce(t *testing.T, cfg runConfig) (r result) {
 	r = result{Server: cfg.server, Seed: cfg.seed, Run: cfg.run, Duration: cfg.duration.String(),
-		Faults: map[string]int{}, Linearizable: "not checked"}
+		Faults: map[string]int{}, UnknownErrors: map[string]int{}, Linearizable: "not checked"}
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
 	dir := t.TempDir()
 	c, err := startCluster(t, cfg.server, cfg.argv, dir)
@@ -146,6 +146,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	for _, o := range ops {
 		if o.Out.Unknown {
 			r.UnknownOps++
+			r.UnknownErrors[o.Out.Err]++
 		}
 	}
 	for _, rec := range recs {
