@@ -1,0 +1,114 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/server"
+)
+
+// postJSON posts body to the JSON gateway at url and returns the answer.
+func postJSON(t *testing.T, url, body string) string {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// streamJSON posts body to a streaming path of the JSON gateway and
+// returns the lines of its answer as they come; the stream ends with ctx.
+func streamJSON(t *testing.T, ctx context.Context, url, body string) <-chan string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer resp.Body.Close()
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
+}
+
+// nextLine is the next line of a stream, or fails the test after 10 s.
+func nextLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no line within 10 s")
+	}
+	return ""
+}
+
+// TestGatewayWatchOutlivesRequestBody: a JSON watch (curl, etcd3gw) sends
+// its create request as the whole request body; the watch stays open after
+// the body ends and streams the events that follow, as etcd's.
+func TestGatewayWatchOutlivesRequestBody(t *testing.T) {
+	curl, _, cli := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lines := streamJSON(t, ctx, curl+"/v3/watch", `{"create_request":{"key":"Zm9v"}}`) // foo
+	if l := nextLine(t, lines); !strings.Contains(l, `"created":true`) {
+		t.Fatalf("first answer: %s", l)
+	}
+	if _, err := cli.Put(ctx, "foo", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	if l := nextLine(t, lines); !strings.Contains(l, `"events":[{"kv":{"key":"Zm9v"`) || !strings.Contains(l, `"value":"YmFy"`) {
+		t.Fatalf("after a put: %s", l)
+	}
+}
+
+// TestWatchAfterCloseSend: a gRPC watch whose client has closed its send
+// side still delivers events, as etcd's.
+func TestWatchAfterCloseSend(t *testing.T) {
+	_, _, cli := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wc, err := pb.NewWatchClient(cli.ActiveConnection()).Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{Key: []byte("foo")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := wc.Recv(); err != nil || !resp.Created {
+		t.Fatalf("created: %v %v", resp, err)
+	}
+	if _, err := cli.Put(ctx, "foo", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := wc.Recv()
+	if err != nil || len(resp.Events) != 1 || string(resp.Events[0].Kv.Value) != "bar" {
+		t.Fatalf("after a put: %v %v", resp, err)
+	}
+}
