@@ -2,9 +2,14 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +115,64 @@ func TestWatchAfterCloseSend(t *testing.T) {
 	resp, err := wc.Recv()
 	if err != nil || len(resp.Events) != 1 || string(resp.Events[0].Kv.Value) != "bar" {
 		t.Fatalf("after a put: %v %v", resp, err)
+	}
+}
+
+// TestGatewayMaintenanceAnswersAsEtcds: defragment answers {} and the
+// snapshot stream's messages carry no header and count down the bytes that
+// remain, as etcd's.
+func TestGatewayMaintenanceAnswersAsEtcds(t *testing.T) {
+	curl, _, cli := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if got := postJSON(t, curl+"/v3/maintenance/defragment", "{}"); got != "{}" {
+		t.Errorf("defragment: %s", got)
+	}
+	for i := range 4 {
+		if _, err := cli.Put(ctx, fmt.Sprint("k", i), strings.Repeat("v", 30000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type message struct {
+		Result struct {
+			Header    json.RawMessage `json:"header"`
+			Remaining string          `json:"remaining_bytes"`
+			Blob      []byte          `json:"blob"`
+		} `json:"result"`
+	}
+	var msgs []message
+	dec := json.NewDecoder(strings.NewReader(postJSON(t, curl+"/v3/maintenance/snapshot", "{}")))
+	for dec.More() {
+		var m message
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) < 3 {
+		t.Fatalf("%d messages, want the db in several and its sha256", len(msgs))
+	}
+	var db []byte
+	for _, m := range msgs[:len(msgs)-1] {
+		db = append(db, m.Result.Blob...)
+	}
+	sent := 0
+	for i, m := range msgs {
+		if m.Result.Header != nil {
+			t.Errorf("message %d has a header: %s", i, m.Result.Header)
+		}
+		remaining := 0
+		if m.Result.Remaining != "" {
+			remaining, _ = strconv.Atoi(m.Result.Remaining)
+		}
+		if i < len(msgs)-1 {
+			sent += len(m.Result.Blob)
+		}
+		if remaining != len(db)-sent {
+			t.Errorf("message %d: %d bytes remaining, want %d", i, remaining, len(db)-sent)
+		}
+	}
+	if sum := sha256.Sum256(db); !bytes.Equal(msgs[len(msgs)-1].Result.Blob, sum[:]) {
+		t.Errorf("last message is not the sha256 of the db")
 	}
 }
