@@ -11,6 +11,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/cairnkv/cairn/internal/api/electionpb"
+	"github.com/cairnkv/cairn/internal/api/lockpb"
 )
 
 // gateway serves the JSON API (POST /v3/kv/range, /v3/watch, ...) with the
@@ -34,6 +37,7 @@ func (g *gateway) start(dial func(context.Context, string) (net.Conn, error)) er
 	for _, register := range []func(context.Context, *runtime.ServeMux, string, []grpc.DialOption) error{
 		gw.RegisterKVHandlerFromEndpoint, gw.RegisterWatchHandlerFromEndpoint, gw.RegisterLeaseHandlerFromEndpoint,
 		gw.RegisterClusterHandlerFromEndpoint, gw.RegisterMaintenanceHandlerFromEndpoint, gw.RegisterAuthHandlerFromEndpoint,
+		electionpb.RegisterElectionHandlerFromEndpoint, lockpb.RegisterLockHandlerFromEndpoint,
 	} {
 		if err := register(ctx, mux, "passthrough:///in-process", opts); err != nil {
 			cancel()

@@ -176,3 +176,52 @@ func TestGatewayMaintenanceAnswersAsEtcds(t *testing.T) {
 		t.Errorf("last message is not the sha256 of the db")
 	}
 }
+
+// TestGatewayElectionAndLock: the JSON paths of etcd's Election and Lock
+// services, with its answers (etcd's TestCurlV3Campaign, ...ElectionLeader,
+// ...LockOperations).
+func TestGatewayElectionAndLock(t *testing.T) {
+	curl, _, _ := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for path, want := range map[string]string{
+		"/v3/election/leader":   `"message":"election: no leader"`,
+		"/v3/election/proclaim": `"message":"\"leader\" field must be provided"`,
+		"/v3/election/resign":   `"message":"\"leader\" field must be provided"`,
+		"/v3/lock/unlock":       `"message":"etcdserver: key is not provided"`,
+	} {
+		if got := postJSON(t, curl+path, `{"name":"aGVsbG8="}`); !strings.Contains(got, `"code":2`) || !strings.Contains(got, want) {
+			t.Errorf("%s: %s, want code 2 and %s", path, got, want)
+		}
+	}
+
+	var campaign struct {
+		Leader struct {
+			Name, Key, Rev, Lease string
+		} `json:"leader"`
+	}
+	got := postJSON(t, curl+"/v3/election/campaign", `{"name":"L2VsZWN0aW9u","value":"djE="}`) // /election, v1
+	if err := json.Unmarshal([]byte(got), &campaign); err != nil || campaign.Leader.Name != "L2VsZWN0aW9u" || campaign.Leader.Key == "" {
+		t.Fatalf("campaign: %s %v", got, err)
+	}
+	lines := streamJSON(t, ctx, curl+"/v3/election/observe", `{"name":"L2VsZWN0aW9u"}`)
+	if l := nextLine(t, lines); !strings.HasPrefix(l, `{"result":{"header":`) || !strings.Contains(l, `"key":"`+campaign.Leader.Key+`"`) {
+		t.Fatalf("observe: %s", l)
+	}
+	proclaim := fmt.Sprintf(`{"leader":{"name":%q,"key":%q,"rev":%s,"lease":%s},"value":"djI="}`, campaign.Leader.Name, campaign.Leader.Key, campaign.Leader.Rev, campaign.Leader.Lease)
+	if got := postJSON(t, curl+"/v3/election/proclaim", proclaim); !strings.Contains(got, `"revision":`) {
+		t.Fatalf("proclaim: %s", got)
+	}
+	if l := nextLine(t, lines); !strings.Contains(l, `"value":"djI="`) {
+		t.Fatalf("observe after the proclamation: %s", l)
+	}
+
+	var lock struct{ Key string }
+	got = postJSON(t, curl+"/v3/lock/lock", `{"name":"bG9jazE="}`) // lock1
+	if err := json.Unmarshal([]byte(got), &lock); err != nil || lock.Key == "" {
+		t.Fatalf("lock: %s %v", got, err)
+	}
+	if got := postJSON(t, curl+"/v3/lock/unlock", fmt.Sprintf(`{"key":%q}`, lock.Key)); !strings.Contains(got, `"revision":`) {
+		t.Fatalf("unlock: %s", got)
+	}
+}
