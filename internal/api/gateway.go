@@ -18,29 +18,34 @@ import (
 
 // gateway serves the JSON API (POST /v3/kv/range, /v3/watch, ...) with the
 // grpc-gateway handlers that etcd's API module ships; they call this
-// member's gRPC services over in-process connections, so that the gateway
-// needs neither a port of its own nor the member's TLS.
+// member's gRPC services over one in-process connection, so that the
+// gateway needs neither a port of its own nor the member's TLS. One, as
+// etcd's gateway has: the gRPC server's limit of concurrent streams per
+// connection (etcd's --max-concurrent-streams) bounds the gateway's calls
+// together.
 type gateway struct {
-	mux    atomic.Pointer[runtime.ServeMux]
-	cancel context.CancelFunc
+	mux  atomic.Pointer[runtime.ServeMux]
+	conn *grpc.ClientConn
 }
 
 // start registers the handlers; dial opens a connection to the gRPC server.
 func (g *gateway) start(dial func(context.Context, string) (net.Conn, error)) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
+	conn, err := grpc.NewClient("passthrough:///in-process", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))
+	if err != nil {
+		return err
+	}
+	g.conn = conn
 	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
 	}))
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial)}
-	for _, register := range []func(context.Context, *runtime.ServeMux, string, []grpc.DialOption) error{
-		gw.RegisterKVHandlerFromEndpoint, gw.RegisterWatchHandlerFromEndpoint, gw.RegisterLeaseHandlerFromEndpoint,
-		gw.RegisterClusterHandlerFromEndpoint, gw.RegisterMaintenanceHandlerFromEndpoint, gw.RegisterAuthHandlerFromEndpoint,
-		electionpb.RegisterElectionHandlerFromEndpoint, lockpb.RegisterLockHandlerFromEndpoint,
+	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
+		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
+		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler, gw.RegisterAuthHandler,
+		electionpb.RegisterElectionHandler, lockpb.RegisterLockHandler,
 	} {
-		if err := register(ctx, mux, "passthrough:///in-process", opts); err != nil {
-			cancel()
+		if err := register(context.Background(), mux, conn); err != nil {
+			g.stop()
 			return err
 		}
 	}
@@ -58,7 +63,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *gateway) stop() {
-	if g.cancel != nil {
-		g.cancel()
+	if g.conn != nil {
+		g.conn.Close()
 	}
 }
