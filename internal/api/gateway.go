@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -53,11 +54,17 @@ func (g *gateway) start(dial func(context.Context, string) (net.Conn, error)) er
 	return nil
 }
 
+// ServeHTTP serves the paths under /v3/, and under /v3beta/ the same, as
+// etcd does for the clients of etcd 3.3 (etcd3gw, patroni) that ask there.
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mux := g.mux.Load()
 	if mux == nil {
 		http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
 		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v3beta/"); ok {
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = "/v3/"+rest, ""
 	}
 	mux.ServeHTTP(w, r)
 }

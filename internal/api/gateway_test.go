@@ -225,3 +225,18 @@ func TestGatewayElectionAndLock(t *testing.T) {
 		t.Fatalf("unlock: %s", got)
 	}
 }
+
+// TestGatewayV3betaPaths: etcd serves the JSON API under /v3beta/ too.
+func TestGatewayV3betaPaths(t *testing.T) {
+	curl, _, _ := startMember(t, server.Config{})
+	postJSON(t, curl+"/v3beta/kv/put", `{"key":"Zm9v","value":"YmFy"}`)
+	if got := postJSON(t, curl+"/v3beta/kv/range", `{"key":"Zm9v"}`); !strings.Contains(got, `"value":"YmFy"`) {
+		t.Errorf("range under /v3beta/: %s", got)
+	}
+	if got := postJSON(t, curl+"/v3beta/election/leader", `{"name":"Zm9v"}`); !strings.Contains(got, "election: no leader") {
+		t.Errorf("election leader under /v3beta/: %s", got)
+	}
+	if got := postJSON(t, curl+"/v3beta/x", `{}`); !strings.Contains(got, `"message":"Not Found"`) {
+		t.Errorf("unknown path under /v3beta/: %s", got)
+	}
+}
