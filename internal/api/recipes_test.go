@@ -206,3 +206,33 @@ func TestRecipesRunAsTheCaller(t *testing.T) {
 		t.Errorf("root: lock: %v", err)
 	}
 }
+
+// TestLockWhoseLeaseExpiresWhileWaiting: a lock whose lease (and so key)
+// goes while it waits is refused when its turn comes, in etcd's words.
+func TestLockWhoseLeaseExpiresWhileWaiting(t *testing.T) {
+	_, _, cli := startMember(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lc := lockpb.NewLockClient(cli.ActiveConnection())
+	a, err := lc.Lock(ctx, &lockpb.LockRequest{Name: []byte("l")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := cli.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := async(func() (*lockpb.LockResponse, error) {
+		return lc.Lock(ctx, &lockpb.LockRequest{Name: []byte("l"), Lease: int64(short.ID)})
+	})
+	waitFor(t, 10*time.Second, "the waiting lock's lease to expire", func() bool {
+		ttl, err := cli.TimeToLive(ctx, short.ID)
+		return err == nil && ttl.TTL == -1
+	})
+	notDone(t, "the lock whose lease expired", bc)
+	if _, err := lc.Unlock(ctx, &lockpb.UnlockRequest{Key: a.Key}); err != nil {
+		t.Fatal(err)
+	}
+	b := <-bc
+	wantEtcdError(t, "the lock whose lease expired", b.err, "mutex: session is expired")
+}
