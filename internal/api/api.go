@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/cairnkv/cairn/internal/api/electionpb"
+	"github.com/cairnkv/cairn/internal/api/lockpb"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 )
@@ -59,6 +61,9 @@ func New(s *server.Server, log *slog.Logger) *API {
 	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
 	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
 	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
+	// and etcd's Election and Lock (recipes.go)
+	electionpb.RegisterElectionServer(a.grpc, &electionServer{r: newRecipes(a)})
+	lockpb.RegisterLockServer(a.grpc, &lockServer{r: newRecipes(a)})
 	a.http = &http.Server{
 		Handler:           a.httpHandler(),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -2,9 +2,13 @@ package api
 
 import (
 	"context"
+	"net"
+	"net/url"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -33,7 +37,26 @@ func toPBMembers(ms []server.Member) []*pb.Member {
 	return out
 }
 
+// validPeerURLs reports whether urls are peer URLs as etcd takes them in
+// MemberAdd (not in MemberUpdate, which takes any): at least one, each an
+// http, https, unix or unixs URL of a host and port, without a path.
+func validPeerURLs(urls []string) bool {
+	for _, s := range urls {
+		if listen.Check(s) != nil {
+			return false
+		}
+		u, _ := url.Parse(s)
+		if _, _, err := net.SplitHostPort(u.Host); err != nil || u.Path != "" {
+			return false
+		}
+	}
+	return len(urls) > 0
+}
+
 func (c *clusterServer) MemberAdd(ctx context.Context, req *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	if !validPeerURLs(req.PeerURLs) {
+		return nil, rpctypes.ErrGRPCMemberBadURLs
+	}
 	m, all, err := c.a.s.MemberAdd(ctx, req.PeerURLs, req.IsLearner)
 	if err != nil {
 		return nil, toGRPC(err)

@@ -21,6 +21,7 @@ func (a *API) httpHandler() http.Handler {
 	checksHandler(mux, "/readyz", a.readyzChecks())
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
+	mux.Handle("/v3beta/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
 	if a.s.Config().EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

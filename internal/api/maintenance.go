@@ -62,7 +62,7 @@ func (m *maintenanceServer) Defragment(ctx context.Context, req *pb.DefragmentRe
 	if err := m.a.s.Store().Backend().Defrag(); err != nil {
 		return nil, toGRPC(err)
 	}
-	return &pb.DefragmentResponse{Header: m.a.header(0)}, nil
+	return &pb.DefragmentResponse{}, nil // no header, as etcd's
 }
 
 func (m *maintenanceServer) Hash(ctx context.Context, req *pb.HashRequest) (*pb.HashResponse, error) {
@@ -84,17 +84,23 @@ func (m *maintenanceServer) HashKV(ctx context.Context, req *pb.HashKVRequest) (
 // snapshotChunk is the size of each Snapshot stream message.
 const snapshotChunk = 32 * 1024
 
-// Snapshot streams the db followed by its sha256, as etcd does.
+// Snapshot streams the db followed by its sha256, as etcd does: messages
+// without a header, each with the bytes that remain after it.
 func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.ServerStreamingServer[pb.SnapshotResponse]) error {
 	st := m.a.s.Store()
 	storageVersion := m.a.s.StorageVersion()
+	// The size is that of the last commit: commit the pending writes
+	// first, as WriteSnapshot does, so that the total counts them.
+	if err := st.Backend().ForceCommit(); err != nil {
+		return toGRPC(err)
+	}
+	total := uint64(st.Backend().SnapshotSize())
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := st.Backend().WriteSnapshot(pw)
 		pw.CloseWithError(err)
 	}()
 	defer pr.Close()
-	total := uint64(st.Backend().SnapshotSize())
 	h := sha256.New()
 	buf := make([]byte, snapshotChunk)
 	sent := uint64(0)
@@ -107,7 +113,7 @@ func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.Server
 			if total > sent {
 				remaining = total - sent
 			}
-			if serr := stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), RemainingBytes: remaining, Blob: append([]byte(nil), buf[:n]...), Version: storageVersion}); serr != nil {
+			if serr := stream.Send(&pb.SnapshotResponse{RemainingBytes: remaining, Blob: append([]byte(nil), buf[:n]...), Version: storageVersion}); serr != nil {
 				return serr
 			}
 		}
@@ -118,7 +124,7 @@ func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.Server
 			return toGRPC(err)
 		}
 	}
-	return stream.Send(&pb.SnapshotResponse{Header: m.a.header(0), Blob: h.Sum(nil), Version: storageVersion})
+	return stream.Send(&pb.SnapshotResponse{Blob: h.Sum(nil), Version: storageVersion})
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, req *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {

@@ -167,15 +167,7 @@ func TestPprofOnlyWhenEnabled(t *testing.T) {
 // TestJSONGateway uses the HTTP/JSON API as curl users do.
 func TestJSONGateway(t *testing.T) {
 	curl, _, _ := startMember(t, server.Config{})
-	post := func(path, body string) string {
-		resp, err := http.Post(curl+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	post := func(path, body string) string { return postJSON(t, curl+path, body) }
 	post("/v3/kv/put", `{"key":"Zm9v","value":"YmFy"}`) // foo=bar, base64
 	got := post("/v3/kv/range", `{"key":"Zm9v"}`)
 	if !strings.Contains(got, `"kvs":[{"key":"Zm9v"`) || !strings.Contains(got, `"value":"YmFy"`) {

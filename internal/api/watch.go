@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"sync"
 	"time"
 
@@ -36,6 +37,13 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 	for {
 		select {
 		case err := <-recvErr:
+			if err == io.EOF {
+				// The client closed its side (a JSON gateway request
+				// whose body has ended): the watchers keep sending, as
+				// etcd's, until the stream's context ends.
+				recvErr = nil
+				continue
+			}
 			return err
 		case <-stream.Context().Done():
 			return stream.Context().Err()

@@ -59,13 +59,25 @@ func (v Versions) config() (*tls.Config, error) {
 	return &tls.Config{MinVersion: lo, MaxVersion: hi, CipherSuites: suites}, nil
 }
 
+// cipherSuiteAliases are the names etcd accepts besides those of crypto/tls:
+// the spellings of the ChaCha20-Poly1305 suites from before Go 1.16.
+var cipherSuiteAliases = map[string]uint16{
+	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305":   tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // cipherSuiteIDs looks up cipher suites by their names in crypto/tls
-// (TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, ...), which are etcd's too.
+// (TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, ...) or cipherSuiteAliases,
+// the names etcd accepts.
 func cipherSuiteIDs(names []string) ([]uint16, error) {
 	known := append(tls.CipherSuites(), tls.InsecureCipherSuites()...)
 	var ids []uint16
 	for _, name := range names {
 		name = strings.TrimSpace(name)
+		if id, ok := cipherSuiteAliases[name]; ok {
+			ids = append(ids, id)
+			continue
+		}
 		i := slices.IndexFunc(known, func(s *tls.CipherSuite) bool { return s.Name == name })
 		if i < 0 {
 			return nil, fmt.Errorf("unexpected TLS cipher suite %q", name)
