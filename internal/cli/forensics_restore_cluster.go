@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -22,7 +22,7 @@ type restoreCluster struct {
 
 // newRestoreCluster checks the cluster flags and derives the IDs.
 func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*restoreCluster, error) {
-	urlsByName, err := server.ParseInitialCluster(initialCluster)
+	urlsByName, err := cluster.ParseInitial(initialCluster)
 	if err != nil {
 		return nil, badArgs("%v", err)
 	}
@@ -40,7 +40,7 @@ func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*
 	}
 	c := &restoreCluster{}
 	for n, urls := range urlsByName {
-		m := store.MemberRecord{ID: server.MemberID(urls, token, 0), Name: n, PeerURLs: urls}
+		m := store.MemberRecord{ID: cluster.MemberID(urls, token, 0), Name: n, PeerURLs: urls}
 		c.members = append(c.members, m)
 		if n == name {
 			c.self = m
@@ -59,7 +59,7 @@ func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*
 	for i, m := range c.members {
 		ids[i] = m.ID
 	}
-	c.id = server.ClusterID(ids)
+	c.id = cluster.ID(ids)
 	return c, nil
 }
 
