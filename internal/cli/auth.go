@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -42,7 +43,7 @@ func authCommand(g *globalOptions, use, short, example string, nargs int, usage 
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != nargs {
-				return badArgs("%s", usage)
+				return cmderr.BadArgs("%s", usage)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -111,11 +112,11 @@ func newUserAddCommand(g *globalOptions) *cobra.Command {
   echo secret | cairn user add alice --interactive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user add command requires user name as its argument")
+				return cmderr.BadArgs("user add command requires user name as its argument")
 			}
 			name, password, hasPassword := strings.Cut(args[0], ":")
 			if name == "" {
-				return badArgs("empty user name is not allowed")
+				return cmderr.BadArgs("empty user name is not allowed")
 			}
 			switch {
 			case noPassword, hasPassword:
@@ -152,23 +153,23 @@ func askPassword(cmd *cobra.Command, name string, interactive bool) (string, err
 	if !interactive {
 		password, err := readLine(cmd.InOrStdin())
 		if err != nil {
-			return "", badArgs("failed to ask password: %v", err)
+			return "", cmderr.BadArgs("failed to ask password: %v", err)
 		}
 		return password, nil
 	}
 	password, err := readPassword(cmd, fmt.Sprintf("Password of %s: ", name))
 	if err != nil {
-		return "", badArgs("failed to ask password: %v", err)
+		return "", cmderr.BadArgs("failed to ask password: %v", err)
 	}
 	if password == "" {
-		return "", badArgs("empty password")
+		return "", cmderr.BadArgs("empty password")
 	}
 	again, err := readPassword(cmd, fmt.Sprintf("Type password of %s again for confirmation: ", name))
 	if err != nil {
-		return "", badArgs("failed to ask password: %v", err)
+		return "", cmderr.BadArgs("failed to ask password: %v", err)
 	}
 	if again != password {
-		return "", badArgs("given passwords are different")
+		return "", cmderr.BadArgs("given passwords are different")
 	}
 	return password, nil
 }
@@ -192,7 +193,7 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
   cairn user get alice --detail`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user get command requires user name as its argument")
+				return cmderr.BadArgs("user get command requires user name as its argument")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -245,7 +246,7 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
   echo newpassword | cairn user passwd alice --interactive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user passwd command requires user name as its argument")
+				return cmderr.BadArgs("user passwd command requires user name as its argument")
 			}
 			password, err := askPassword(cmd, args[0], interactive)
 			if err != nil {
@@ -336,14 +337,14 @@ type permissionRange struct {
 // keys returns the key and range end that args and the flags describe.
 func (o permissionRange) keys(args []string) (key, rangeEnd string, err error) {
 	if o.prefix && o.fromKey {
-		return "", "", badArgs("--from-key and --prefix flags are mutually exclusive")
+		return "", "", cmderr.BadArgs("--from-key and --prefix flags are mutually exclusive")
 	}
 	key = args[0]
 	switch {
 	case len(args) > 1 && o.prefix:
-		return "", "", badArgs("unexpected endkey argument with --prefix flag")
+		return "", "", cmderr.BadArgs("unexpected endkey argument with --prefix flag")
 	case len(args) > 1 && o.fromKey:
-		return "", "", badArgs("unexpected endkey argument with --from-key flag")
+		return "", "", cmderr.BadArgs("unexpected endkey argument with --from-key flag")
 	case len(args) > 1:
 		rangeEnd = args[1]
 	case o.prefix && key == "":
@@ -370,11 +371,11 @@ func newRoleGrantPermissionCommand(g *globalOptions) *cobra.Command {
   cairn role grant-permission writer readwrite /jobs/a /jobs/z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 3 || len(args) > 4 {
-				return badArgs("role grant command requires role name, permission type, and key [endkey] as its argument")
+				return cmderr.BadArgs("role grant command requires role name, permission type, and key [endkey] as its argument")
 			}
 			permType, ok := authpb.Permission_Type_value[strings.ToUpper(args[1])]
 			if !ok {
-				return badArgs("invalid permission type: %s", args[1])
+				return cmderr.BadArgs("invalid permission type: %s", args[1])
 			}
 			key, rangeEnd, err := o.keys(args[2:])
 			if err != nil {
@@ -406,7 +407,7 @@ func newRoleRevokePermissionCommand(g *globalOptions) *cobra.Command {
   cairn role revoke-permission reader a z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || len(args) > 3 {
-				return badArgs("role revoke-permission command requires role name and key [endkey] as its argument")
+				return cmderr.BadArgs("role revoke-permission command requires role name and key [endkey] as its argument")
 			}
 			key, rangeEnd, err := o.keys(args[1:])
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -58,13 +59,13 @@ and their percentiles; -w json prints the same figures for machines.`,
 func (o *benchOptions) check() error {
 	switch {
 	case o.clients < 1:
-		return badArgs("--clients must be at least 1")
+		return cmderr.BadArgs("--clients must be at least 1")
 	case o.conns < 1:
-		return badArgs("--conns must be at least 1")
+		return cmderr.BadArgs("--conns must be at least 1")
 	case o.total < 1:
-		return badArgs("--total must be at least 1")
+		return cmderr.BadArgs("--total must be at least 1")
 	case o.rate < 0:
-		return badArgs("--rate must not be negative")
+		return cmderr.BadArgs("--rate must not be negative")
 	}
 	return nil
 }
@@ -110,7 +111,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions, f func(s *b
 		connCfg.HealthProbeInterval = -1
 		c, err := client.New(connCfg)
 		if err != nil {
-			return withCode(exitBadConnection, err)
+			return cmderr.WithCode(cmderr.ExitBadConnection, err)
 		}
 		s.clients = append(s.clients, c)
 	}
@@ -128,7 +129,7 @@ func (s *benchSession) connect() error {
 		_, err := c.Maintenance.Status(ctx, &pb.StatusRequest{})
 		cancel()
 		if err != nil {
-			return withCode(exitBadConnection, fmt.Errorf("%s: %w", c.Endpoints()[0], err))
+			return cmderr.WithCode(cmderr.ExitBadConnection, fmt.Errorf("%s: %w", c.Endpoints()[0], err))
 		}
 	}
 	return nil
@@ -182,10 +183,10 @@ type keyGenerator struct{ loadgen.Keys }
 
 func (k keyGenerator) check() error {
 	if k.Size < 1 {
-		return badArgs("--key-size must be at least 1")
+		return cmderr.BadArgs("--key-size must be at least 1")
 	}
 	if k.Space < 1 {
-		return badArgs("--key-space-size must be at least 1")
+		return cmderr.BadArgs("--key-space-size must be at least 1")
 	}
 	return nil
 }

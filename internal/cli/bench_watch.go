@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 )
 
@@ -44,13 +45,13 @@ The report has three parts: watch creation, the puts, event delivery.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if w.streams < 1 || w.watchersPerStream < 1 {
-				return badArgs("--streams and --watchers-per-stream must be at least 1")
+				return cmderr.BadArgs("--streams and --watchers-per-stream must be at least 1")
 			}
 			if err := w.keys.check(); err != nil {
 				return err
 			}
 			if w.valSize < 8 {
-				return badArgs("--val-size must be at least 8: values carry the time of their put")
+				return cmderr.BadArgs("--val-size must be at least 8: values carry the time of their put")
 			}
 			return runBench(cmd, g, o, func(s *benchSession) error {
 				return runWatchBench(s, &w)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 )
 
@@ -36,7 +37,7 @@ value of --val-size random bytes.`,
 				return err
 			}
 			if valSize < 0 {
-				return badArgs("--val-size must not be negative")
+				return cmderr.BadArgs("--val-size must not be negative")
 			}
 			value := loadgen.RandomValue(valSize)
 			return runBench(cmd, g, o, func(s *benchSession) error {
@@ -72,7 +73,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
   cairn bench range a z --limit 100`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
-				return badArgs("bench range needs a key and an optional range_end")
+				return cmderr.BadArgs("bench range needs a key and an optional range_end")
 			}
 			req := &pb.RangeRequest{Key: []byte(args[0]), Limit: limit, CountOnly: countOnly}
 			if len(args) == 2 {
@@ -83,7 +84,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
 			case "s":
 				req.Serializable = true
 			default:
-				return badArgs("unknown consistency flag %q", consistency)
+				return cmderr.BadArgs("unknown consistency flag %q", consistency)
 			}
 			return runBench(cmd, g, o, func(s *benchSession) error {
 				return s.run("range", map[string]any{"key": args[0], "range_end": string(req.RangeEnd),
@@ -119,10 +120,10 @@ on distinct keys (so --key-space-size must be at least --txn-ops).`,
 				return err
 			}
 			if txnOps < 1 {
-				return badArgs("--txn-ops must be at least 1")
+				return cmderr.BadArgs("--txn-ops must be at least 1")
 			}
 			if keys.Space < txnOps {
-				return badArgs("--key-space-size (%d) must be at least --txn-ops (%d): the keys of a transaction are distinct", keys.Space, txnOps)
+				return cmderr.BadArgs("--key-space-size (%d) must be at least --txn-ops (%d): the keys of a transaction are distinct", keys.Space, txnOps)
 			}
 			value := loadgen.RandomValue(valSize)
 			return runBench(cmd, g, o, func(s *benchSession) error {
@@ -164,7 +165,7 @@ renewal, sent and answered. The leases are revoked at the end.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ttl < 1 {
-				return badArgs("--ttl must be at least 1")
+				return cmderr.BadArgs("--ttl must be at least 1")
 			}
 			return runBench(cmd, g, o, func(s *benchSession) error {
 				var leases []leaseOwner

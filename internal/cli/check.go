@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -107,7 +108,7 @@ when it is a terminal.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			load, ok := checkPerfLoads[o.load]
 			if !ok {
-				return withCode(exitBadFeature, fmt.Errorf("unknown load option %s", o.load))
+				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown load option %s", o.load))
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				return runCheckPerf(cmd, g, c, &o, load, duration)
@@ -153,7 +154,7 @@ func runCheckPerf(cmd *cobra.Command, g *globalOptions, c *client.Client, o *che
 		return err
 	}
 	if ctx.Err() != nil {
-		return withCode(exitInterrupted, errors.New("check perf interrupted"))
+		return cmderr.WithCode(cmderr.ExitInterrupted, errors.New("check perf interrupted"))
 	}
 
 	s := res.Summarize()
@@ -183,7 +184,7 @@ func runCheckPerf(cmd *cobra.Command, g *globalOptions, c *client.Client, o *che
 	}
 	if !ok {
 		fmt.Fprintln(w, "FAIL")
-		return errSilent
+		return cmderr.ErrSilent
 	}
 	fmt.Fprintln(w, "PASS")
 	return nil
@@ -217,7 +218,7 @@ func checkPrefixEmpty(cmd *cobra.Command, g *globalOptions, c *client.Client, pr
 		if quoteCommand {
 			del = "'" + del + "'"
 		}
-		return invalidInput(fmt.Errorf("prefix %q has keys. Delete with %s first", prefix, del))
+		return cmderr.InvalidInput(fmt.Errorf("prefix %q has keys. Delete with %s first", prefix, del))
 	}
 	return nil
 }
@@ -238,7 +239,7 @@ func checkConnections(cmd *cobra.Command, g *globalOptions, clients int) ([]*cli
 	for range (clients + clientsPerConnection - 1) / clientsPerConnection {
 		c, err := client.New(cfg)
 		if err != nil {
-			return conns, withCode(exitBadConnection, err)
+			return conns, cmderr.WithCode(cmderr.ExitBadConnection, err)
 		}
 		conns = append(conns, c)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -62,11 +63,11 @@ Workloads (--load):
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			load, ok := checkDatascaleLoads[o.load]
 			if !ok {
-				return withCode(exitBadFeature, fmt.Errorf("unknown load option %s", o.load))
+				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown load option %s", o.load))
 			}
 			eps := g.endpoints()
 			if len(eps) == 0 {
-				return badArgs("no endpoint given")
+				return cmderr.BadArgs("no endpoint given")
 			}
 			return runCheckDatascale(cmd, g, &o, load, eps[0])
 		},
@@ -87,7 +88,7 @@ func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, lo
 	cfg.Endpoints = []string{endpoint}
 	c, err := client.New(cfg)
 	if err != nil {
-		return withCode(exitBadConnection, err)
+		return cmderr.WithCode(cmderr.ExitBadConnection, err)
 	}
 	defer c.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -103,7 +104,7 @@ func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, lo
 	before, err := metrics.residentMemory(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "FAIL: Could not read %s before the put operations.\n", residentMemoryMetric)
-		return errSilent
+		return cmderr.ErrSilent
 	}
 
 	var conns []*client.Client
@@ -113,7 +114,7 @@ func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, lo
 	for range (load.clients + clientsPerConnection - 1) / clientsPerConnection {
 		conn, err := client.New(loadCfg)
 		if err != nil {
-			return withCode(exitBadConnection, err)
+			return cmderr.WithCode(cmderr.ExitBadConnection, err)
 		}
 		conns = append(conns, conn)
 	}
@@ -137,19 +138,19 @@ func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, lo
 	}
 	if ctx.Err() != nil {
 		_ = checkCleanup(cmd, g, c, &checkOptions{prefix: o.prefix}, nil)
-		return withCode(exitInterrupted, errors.New("check datascale interrupted"))
+		return cmderr.WithCode(cmderr.ExitInterrupted, errors.New("check datascale interrupted"))
 	}
 	after, err := metrics.residentMemory(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "FAIL: Could not read %s after the put operations.\n", residentMemoryMetric)
 		_ = checkCleanup(cmd, g, c, &checkOptions{prefix: o.prefix}, nil)
-		return errSilent
+		return cmderr.ErrSilent
 	}
 	if err := checkCleanup(cmd, g, c, o, []string{endpoint}); err != nil {
 		return err
 	}
 	if !printErrors(cmd, res) {
-		return errSilent
+		return cmderr.ErrSilent
 	}
 	fmt.Fprintf(w, "PASS: Approximate system memory used : %.2f MB.\n", (after-before)/(1024*1024))
 	return nil
@@ -166,7 +167,7 @@ type metricsReader struct {
 func newMetricsReader(g *globalOptions, endpoint string) (*metricsReader, error) {
 	tlsCfg, err := g.tlsConfig()
 	if err != nil {
-		return nil, badArgs("%v", err)
+		return nil, cmderr.BadArgs("%v", err)
 	}
 	base := endpoint
 	if !strings.Contains(base, "://") {

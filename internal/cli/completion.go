@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 // completionShells are the shells completion scripts are made for, with
@@ -69,7 +71,7 @@ The same scripts are in the completions/ folder of the source tree.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gen, ok := completionShells[args[0]]
 			if !ok {
-				return badArgs("unsupported shell %q", args[0])
+				return cmderr.BadArgs("unsupported shell %q", args[0])
 			}
 			if err := gen(cmd.Root(), cmd.OutOrStdout()); err != nil {
 				return fmt.Errorf("generate %s completion: %w", args[0], err)

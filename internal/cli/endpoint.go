@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -165,7 +166,7 @@ The items in the lists are endpoint, ID, version, db size, is leader, is learner
 			// As etcdctl, status fails without a message of its own.
 			return printEachEndpoint(cmd, g, *cluster, "status", askStatus,
 				func(statuses []*endpointStatus) any { return &endpointStatusResult{statuses: statuses} },
-				func(error) error { return errSilent })
+				func(error) error { return cmderr.ErrSilent })
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -105,5 +106,5 @@ func outputFormat(cmd *cobra.Command, def string, allowed ...string) (string, er
 			return format, nil
 		}
 	}
-	return "", withCode(exitBadFeature, fmt.Errorf("%s not supported as output format by %s (use one of %v)", format, cmd.CommandPath(), allowed))
+	return "", cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("%s not supported as output format by %s (use one of %v)", format, cmd.CommandPath(), allowed))
 }

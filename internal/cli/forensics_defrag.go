@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -42,15 +43,15 @@ func attachOfflineDefrag(root *cobra.Command) {
 	defrag.RunE = func(cmd *cobra.Command, args []string) error {
 		if dataDir == "" {
 			if online == nil {
-				return badArgs("--data-dir is required")
+				return cmderr.BadArgs("--data-dir is required")
 			}
 			return online(cmd, args)
 		}
 		if len(args) > 0 {
-			return badArgs("defrag --data-dir takes no arguments")
+			return cmderr.BadArgs("defrag --data-dir takes no arguments")
 		}
 		if f := cmd.Flags().Lookup("cluster"); f != nil && f.Changed {
-			return badArgs("--cluster and --data-dir cannot be given together")
+			return cmderr.BadArgs("--cluster and --data-dir cannot be given together")
 		}
 		return defragDataDir(cmd, dataDir)
 	}

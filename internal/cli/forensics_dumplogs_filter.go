@@ -7,6 +7,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -73,7 +74,7 @@ func requestKindName(field string) string {
 // newRecordFilter checks the filter flags.
 func newRecordFilter(start, end uint64, types string) (*recordFilter, error) {
 	if end != 0 && end < start {
-		return nil, badArgs("--end-index %d is below --start-index %d", end, start)
+		return nil, cmderr.BadArgs("--end-index %d is below --start-index %d", end, start)
 	}
 	f := &recordFilter{start: start, end: end}
 	if strings.TrimSpace(types) == "" {
@@ -91,7 +92,7 @@ func newRecordFilter(start, end uint64, types string) (*recordFilter, error) {
 		}
 		k, ok := canonical[strings.ToLower(t)]
 		if !ok {
-			return nil, badArgs("unknown --entry-type %q; valid types: %s", t, strings.Join(validKinds(), ", "))
+			return nil, cmderr.BadArgs("unknown --entry-type %q; valid types: %s", t, strings.Join(validKinds(), ", "))
 		}
 		f.kinds[k] = true
 	}

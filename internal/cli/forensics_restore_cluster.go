@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -24,18 +25,18 @@ type restoreCluster struct {
 func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*restoreCluster, error) {
 	urlsByName, err := cluster.ParseInitial(initialCluster)
 	if err != nil {
-		return nil, badArgs("%v", err)
+		return nil, cmderr.BadArgs("%v", err)
 	}
 	own, ok := urlsByName[name]
 	if !ok {
-		return nil, badArgs("couldn't find local name %q in the initial cluster configuration", name)
+		return nil, cmderr.BadArgs("couldn't find local name %q in the initial cluster configuration", name)
 	}
 	adv, err := parseURLs(advertisePeerURLs)
 	if err != nil {
-		return nil, badArgs("--initial-advertise-peer-urls: %v", err)
+		return nil, cmderr.BadArgs("--initial-advertise-peer-urls: %v", err)
 	}
 	if !slices.Equal(adv, own) {
-		return nil, badArgs("--initial-cluster has %s=%s but missing from --initial-advertise-peer-urls=%s",
+		return nil, cmderr.BadArgs("--initial-cluster has %s=%s but missing from --initial-advertise-peer-urls=%s",
 			name, strings.Join(own, ","), strings.Join(adv, ","))
 	}
 	c := &restoreCluster{}

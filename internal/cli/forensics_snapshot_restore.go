@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -45,10 +46,10 @@ and renamed into place, so a failure leaves nothing behind.`,
 				o.dataDir = o.name + ".cairn"
 			}
 			if o.bumpRevision > 0 && !o.markCompacted {
-				return badArgs("--mark-compacted required if --bump-revision > 0")
+				return cmderr.BadArgs("--mark-compacted required if --bump-revision > 0")
 			}
 			if o.markCompacted && o.bumpRevision == 0 {
-				return badArgs("--mark-compacted is only allowed with --bump-revision > 0")
+				return cmderr.BadArgs("--mark-compacted is only allowed with --bump-revision > 0")
 			}
 			cluster, err := newRestoreCluster(o.name, o.initialCluster, o.token, o.advertisePeerURLs)
 			if err != nil {

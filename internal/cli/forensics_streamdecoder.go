@@ -7,6 +7,8 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 // streamDecoder runs the --stream-decoder program of dump-logs, as
@@ -33,7 +35,7 @@ type decoderResult struct {
 func startStreamDecoder(command string) (*streamDecoder, error) {
 	argv := strings.Fields(command)
 	if len(argv) == 0 {
-		return nil, badArgs("--stream-decoder is empty")
+		return nil, cmderr.BadArgs("--stream-decoder is empty")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -36,13 +37,13 @@ func prefixEnd(prefix []byte) []byte {
 // in error messages.
 func keyRange(command string, args []string, prefix, fromKey bool) (key, rangeEnd []byte, err error) {
 	if len(args) == 0 || len(args) > 2 {
-		return nil, nil, badArgs("%s command needs one argument as key and an optional argument as range_end", command)
+		return nil, nil, cmderr.BadArgs("%s command needs one argument as key and an optional argument as range_end", command)
 	}
 	if prefix && fromKey {
-		return nil, nil, badArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
+		return nil, nil, cmderr.BadArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
 	}
 	if (prefix || fromKey) && len(args) == 2 {
-		return nil, nil, badArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
+		return nil, nil, cmderr.BadArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
 	}
 	key = []byte(args[0])
 	switch {
@@ -147,10 +148,10 @@ var (
 // checkFormat fails on flags that the output format cannot show.
 func (o *getOptions) checkFormat(format string) error {
 	if o.countOnly && format != formatFields {
-		return badArgs("--count-only is only for `--write-out=fields`")
+		return cmderr.BadArgs("--count-only is only for `--write-out=fields`")
 	}
 	if o.printValueOnly && format != formatSimple {
-		return badArgs("print-value-only is only for `--write-out=simple`")
+		return cmderr.BadArgs("print-value-only is only for `--write-out=simple`")
 	}
 	return nil
 }
@@ -162,7 +163,7 @@ func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
 		return nil, err
 	}
 	if o.keysOnly && o.countOnly {
-		return nil, badArgs("`--keys-only` and `--count-only` cannot be set at the same time, choose one")
+		return nil, cmderr.BadArgs("`--keys-only` and `--count-only` cannot be set at the same time, choose one")
 	}
 	req := &pb.RangeRequest{
 		Key: key, RangeEnd: rangeEnd, Revision: o.rev, Limit: o.limit,
@@ -175,15 +176,15 @@ func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
 	case "s":
 		req.Serializable = true
 	default:
-		return nil, withCode(exitBadFeature, fmt.Errorf("unknown consistency flag %q", o.consistency))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown consistency flag %q", o.consistency))
 	}
 	order, ok := sortOrders[strings.ToUpper(o.order)]
 	if !ok {
-		return nil, withCode(exitBadFeature, fmt.Errorf("bad sort order %v", o.order))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("bad sort order %v", o.order))
 	}
 	target, ok := sortTargets[strings.ToUpper(o.sortBy)]
 	if !ok {
-		return nil, withCode(exitBadFeature, fmt.Errorf("bad sort target %v", o.sortBy))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("bad sort target %v", o.sortBy))
 	}
 	if o.sortBy != "" && order == pb.RangeRequest_NONE {
 		order = pb.RangeRequest_ASCEND
@@ -269,10 +270,10 @@ func (o *putOptions) addFlags(f *pflag.FlagSet) {
 // value from stdin when it is not an argument.
 func (o *putOptions) request(args []string, stdin io.Reader) (*pb.PutRequest, error) {
 	if len(args) == 0 {
-		return nil, badArgs("put command needs 1 argument and input from stdin or 2 arguments")
+		return nil, cmderr.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
 	}
 	if o.ignoreValue && len(args) > 1 {
-		return nil, badArgs("put command needs only 1 argument when 'ignore-value' is set")
+		return nil, cmderr.BadArgs("put command needs only 1 argument when 'ignore-value' is set")
 	}
 	var value []byte
 	switch {
@@ -281,7 +282,7 @@ func (o *putOptions) request(args []string, stdin io.Reader) (*pb.PutRequest, er
 	case !o.ignoreValue:
 		data, err := io.ReadAll(stdin)
 		if err != nil || len(data) == 0 {
-			return nil, badArgs("put command needs 1 argument and input from stdin or 2 arguments")
+			return nil, cmderr.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
 		}
 		value = data
 	}
@@ -307,7 +308,7 @@ func (o *putOptions) requestOp(args []string) (*pb.RequestOp, error) {
 func parseLeaseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 16, 64)
 	if err != nil {
-		return 0, badArgs("bad lease ID (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad lease ID (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
@@ -386,7 +387,7 @@ func newCompactionCommand(g *globalOptions) *cobra.Command {
   cairn compaction --physical 1234`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("compaction command needs 1 argument")
+				return cmderr.BadArgs("compaction command needs 1 argument")
 			}
 			rev, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {

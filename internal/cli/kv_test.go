@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 func TestPrefixEnd(t *testing.T) {
@@ -41,7 +43,7 @@ func TestKeyRange(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{nil, {"a", "b", "c"}} {
-		if _, _, err := keyRange("get", bad, false, false); exitCode(err) != exitBadArgs {
+		if _, _, err := keyRange("get", bad, false, false); cmderr.ExitCode(err) != cmderr.ExitBadArgs {
 			t.Errorf("keyRange(%q): error %v, want a bad-arguments error", bad, err)
 		}
 	}
@@ -54,19 +56,19 @@ func TestGetFlagsChecked(t *testing.T) {
 		want   string
 		code   int
 	}{
-		{getOptions{countOnly: true}, formatSimple, "--count-only is only for `--write-out=fields`", exitBadArgs},
-		{getOptions{printValueOnly: true}, formatJSON, "print-value-only is only for `--write-out=simple`", exitBadArgs},
-		{getOptions{consistency: "x"}, formatSimple, `unknown consistency flag "x"`, exitBadFeature},
-		{getOptions{consistency: "l", sortBy: "SIZE"}, formatSimple, "bad sort target SIZE", exitBadFeature},
-		{getOptions{consistency: "l", order: "UP"}, formatSimple, "bad sort order UP", exitBadFeature},
+		{getOptions{countOnly: true}, formatSimple, "--count-only is only for `--write-out=fields`", cmderr.ExitBadArgs},
+		{getOptions{printValueOnly: true}, formatJSON, "print-value-only is only for `--write-out=simple`", cmderr.ExitBadArgs},
+		{getOptions{consistency: "x"}, formatSimple, `unknown consistency flag "x"`, cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", sortBy: "SIZE"}, formatSimple, "bad sort target SIZE", cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", order: "UP"}, formatSimple, "bad sort order UP", cmderr.ExitBadFeature},
 	}
 	for _, tt := range tests {
 		err := tt.opts.checkFormat(tt.format)
 		if err == nil {
 			_, err = tt.opts.request([]string{"k"})
 		}
-		if err == nil || err.Error() != tt.want || exitCode(err) != tt.code {
-			t.Errorf("%+v -w %s: error %v (exit %d), want %q (exit %d)", tt.opts, tt.format, err, exitCode(err), tt.want, tt.code)
+		if err == nil || err.Error() != tt.want || cmderr.ExitCode(err) != tt.code {
+			t.Errorf("%+v -w %s: error %v (exit %d), want %q (exit %d)", tt.opts, tt.format, err, cmderr.ExitCode(err), tt.want, tt.code)
 		}
 	}
 }
@@ -77,7 +79,7 @@ func TestPutReadsValueFromStdin(t *testing.T) {
 	if err != nil || string(req.Value) != "line\n" {
 		t.Fatalf("put k < 'line\\n' = %v, %v; want value %q", req, err, "line\n")
 	}
-	if _, err := o.request([]string{"k"}, strings.NewReader("")); exitCode(err) != exitBadArgs {
+	if _, err := o.request([]string{"k"}, strings.NewReader("")); cmderr.ExitCode(err) != cmderr.ExitBadArgs {
 		t.Fatalf("put k < /dev/null: error %v, want a bad-arguments error", err)
 	}
 	o.lease = "1f"

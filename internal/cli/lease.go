@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -28,11 +29,11 @@ func addLeaseCommands(root *cobra.Command, g *globalOptions) {
 // leaseArg parses the lease ID argument of a lease subcommand.
 func leaseArg(args []string, missing string) (int64, error) {
 	if len(args) != 1 {
-		return 0, badArgs("%s", missing)
+		return 0, cmderr.BadArgs("%s", missing)
 	}
 	id, err := strconv.ParseInt(args[0], 16, 64)
 	if err != nil {
-		return 0, badArgs("bad lease ID arg (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad lease ID arg (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
@@ -44,11 +45,11 @@ func newLeaseGrantCommand(g *globalOptions) *cobra.Command {
 		Example: "  cairn lease grant 60\n  cairn put --lease=$(cairn lease grant 60 | cut -d' ' -f2) job running",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("lease grant command needs TTL argument")
+				return cmderr.BadArgs("lease grant command needs TTL argument")
 			}
 			ttl, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
-				return badArgs("bad TTL (%v)", err)
+				return cmderr.BadArgs("bad TTL (%v)", err)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -102,7 +103,7 @@ func newLeaseTimeToLiveCommand(g *globalOptions) *cobra.Command {
 				defer cancel()
 				resp, err := c.Lease.LeaseTimeToLive(ctx, &pb.LeaseTimeToLiveRequest{ID: id, Keys: keys})
 				if err != nil {
-					return withCode(exitBadConnection, err)
+					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
 				return g.printer(cmd).print(&leaseTimeToLiveResult{resp: resp, keys: keys})
 			})
@@ -124,7 +125,7 @@ func newLeaseListCommand(g *globalOptions) *cobra.Command {
 				defer cancel()
 				resp, err := c.Lease.LeaseLeases(ctx, &pb.LeaseLeasesRequest{})
 				if err != nil {
-					return withCode(exitBadConnection, err)
+					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
 				return g.printer(cmd).print(&leaseListResult{resp: resp})
 			})
@@ -151,7 +152,7 @@ func newLeaseKeepAliveCommand(g *globalOptions) *cobra.Command {
 					defer cancel()
 					resp, err := c.KeepAliveOnce(ctx, id)
 					if err != nil {
-						return withCode(exitBadConnection, err)
+						return cmderr.WithCode(cmderr.ExitBadConnection, err)
 					}
 					return p.print(&leaseKeepAliveResult{resp: resp})
 				}

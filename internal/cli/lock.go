@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -42,7 +43,7 @@ protocol is etcd's, so cairn and etcdctl can contend for the same lock.`,
   cairn lock --ttl 30 deploy ./deploy.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return badArgs("lock takes a lock name argument and an optional command to execute")
+				return cmderr.BadArgs("lock takes a lock name argument and an optional command to execute")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				return runLock(cmd, g, c, args[0], args[1:], ttl)
@@ -79,7 +80,7 @@ func runLock(cmd *cobra.Command, g *globalOptions, c *client.Client, name string
 		unlockErr := m.Unlock(unlockCtx)
 		var exitErr *exec.ExitError
 		if errors.As(runErr, &exitErr) && exitErr.ExitCode() > 0 {
-			return withCode(exitErr.ExitCode(), runErr) // the command's exit code, as etcdctl
+			return cmderr.WithCode(exitErr.ExitCode(), runErr) // the command's exit code, as etcdctl
 		}
 		if runErr != nil {
 			return runErr

@@ -10,6 +10,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -27,11 +28,11 @@ func addMemberCommands(root *cobra.Command, g *globalOptions) {
 // memberIDArg parses the member ID argument, in hexadecimal.
 func memberIDArg(args []string) (uint64, error) {
 	if len(args) != 1 {
-		return 0, badArgs("member ID is not provided")
+		return 0, cmderr.BadArgs("member ID is not provided")
 	}
 	id, err := strconv.ParseUint(args[0], 16, 64)
 	if err != nil {
-		return 0, badArgs("bad member ID arg (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad member ID arg (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
@@ -40,7 +41,7 @@ func memberIDArg(args []string) (uint64, error) {
 // update, which must not be empty.
 func peerURLsFlag(s string) ([]string, error) {
 	if s == "" {
-		return nil, badArgs("member peer urls not provided")
+		return nil, cmderr.BadArgs("member peer urls not provided")
 	}
 	return strings.Split(s, ","), nil
 }
@@ -55,7 +56,7 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
   cairn member add m4 --peer-urls=http://10.0.0.4:2380 --learner`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
-				return badArgs("member name not provided")
+				return cmderr.BadArgs("member name not provided")
 			}
 			if len(args) > 1 {
 				msg := "too many arguments"
@@ -64,7 +65,7 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
 						msg += ", did you mean --peer-urls=" + arg
 					}
 				}
-				return badArgs("%s", msg)
+				return cmderr.BadArgs("%s", msg)
 			}
 			urls, err := peerURLsFlag(peerURLs)
 			if err != nil {
@@ -178,7 +179,7 @@ The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learne
 				req.Linearizable = true
 			case "s":
 			default:
-				return withCode(exitBadFeature, fmt.Errorf("unknown consistency flag %q", consistency))
+				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown consistency flag %q", consistency))
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 // Output formats of --write-out.
@@ -77,7 +79,7 @@ func (p *printer) print(result any) error {
 		}
 	}
 	if !supported {
-		return withCode(exitBadFeature, fmt.Errorf("%s not supported as output format", p.format))
+		return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("%s not supported as output format", p.format))
 	}
 	return nil
 }

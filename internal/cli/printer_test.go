@@ -6,6 +6,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 func TestHumanBytes(t *testing.T) {
@@ -44,8 +46,8 @@ func TestPrinterRejectsUnsupportedFormat(t *testing.T) {
 	var out strings.Builder
 	p := &printer{w: &out, format: formatTable}
 	err := p.print(&putResult{resp: &pb.PutResponse{}})
-	if err == nil || err.Error() != "table not supported as output format" || exitCode(err) != exitBadFeature {
-		t.Fatalf("put -w table: error %v (exit %d), want the unsupported-format error (exit %d)", err, exitCode(err), exitBadFeature)
+	if err == nil || err.Error() != "table not supported as output format" || cmderr.ExitCode(err) != cmderr.ExitBadFeature {
+		t.Fatalf("put -w table: error %v (exit %d), want the unsupported-format error (exit %d)", err, cmderr.ExitCode(err), cmderr.ExitBadFeature)
 	}
 }
 

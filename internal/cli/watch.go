@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -69,7 +70,7 @@ watch, "progress" asks the server for a progress notification.`,
 			defer stop()
 			if interactive {
 				if len(args) != 0 {
-					return badArgs("watch in interactive mode accepts no arguments")
+					return cmderr.BadArgs("watch in interactive mode accepts no arguments")
 				}
 				return g.withClient(cmd, func(c *client.Client) error {
 					return runInteractiveWatch(ctx, cmd, c, g.printer(cmd))
@@ -114,7 +115,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 	if useEnv {
 		key, end := watchEnv("WATCH_KEY"), watchEnv("WATCH_RANGE_END")
 		if key == "" && end != "" {
-			return nil, badArgs("ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END=%q", end)
+			return nil, cmderr.BadArgs("ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END=%q", end)
 		}
 		if key != "" && len(args) == 0 {
 			args = append(args, key)
@@ -124,13 +125,13 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 		}
 	}
 	if len(args) == 0 || len(args) > 2 {
-		return nil, badArgs("bad number of arguments")
+		return nil, cmderr.BadArgs("bad number of arguments")
 	}
 	if dash == 0 || (dash > 0 && len(execArgs) == 0) {
-		return nil, badArgs("exec command is not provided")
+		return nil, cmderr.BadArgs("exec command is not provided")
 	}
 	if o.prefix && len(args) == 2 {
-		return nil, badArgs("`range_end` and `--prefix` are mutually exclusive")
+		return nil, cmderr.BadArgs("`range_end` and `--prefix` are mutually exclusive")
 	}
 	req := &pb.WatchCreateRequest{Key: []byte(args[0]), StartRevision: o.rev,
 		PrevKv: o.prevKV, ProgressNotify: o.progressNotify}
@@ -174,7 +175,7 @@ func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *
 	if ctx.Err() != nil {
 		return nil
 	}
-	return withCode(exitInterrupted, errors.New("watch is canceled by the server"))
+	return cmderr.WithCode(cmderr.ExitInterrupted, errors.New("watch is canceled by the server"))
 }
 
 // runWatchCommand runs the command of a watch once per event of resp.
@@ -192,7 +193,7 @@ func runWatchCommand(ctx context.Context, cmd *cobra.Command, args []string, res
 				return nil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "command %q error (%v)\n", args, err)
-			return errSilent
+			return cmderr.ErrSilent
 		}
 	}
 	return nil
@@ -218,7 +219,7 @@ func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Clie
 		case in = <-lines:
 		}
 		if in.err != nil {
-			return invalidInput(fmt.Errorf("error reading watch request line: %w", in.err))
+			return cmderr.InvalidInput(fmt.Errorf("error reading watch request line: %w", in.err))
 		}
 		args := splitArgs(in.line)
 		if len(args) == 0 {
