@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -350,7 +351,7 @@ func (o permissionRange) keys(args []string) (key, rangeEnd string, err error) {
 	case o.prefix && key == "":
 		key, rangeEnd = "\x00", "\x00"
 	case o.prefix:
-		rangeEnd = string(prefixEnd([]byte(key)))
+		rangeEnd = string(keyrange.PrefixEnd([]byte(key)))
 	case o.fromKey:
 		rangeEnd = "\x00"
 	}

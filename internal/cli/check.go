@@ -16,6 +16,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -205,7 +206,7 @@ func printErrors(cmd *cobra.Command, res *loadgen.Result) bool {
 func checkPrefixEmpty(cmd *cobra.Command, g *globalOptions, c *client.Client, prefix string, quoteCommand bool) error {
 	ctx, cancel := g.commandContext(cmd)
 	defer cancel()
-	key, end, err := keyRange("check", []string{prefix}, true, false)
+	key, end, err := keyrange.Parse("check", []string{prefix}, true, false)
 	if err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func closeAll(conns []*client.Client) {
 func checkCleanup(cmd *cobra.Command, g *globalOptions, c *client.Client, o *checkOptions, endpoints []string) error {
 	ctx, cancel := g.commandContext(cmd)
 	defer cancel()
-	key, end, err := keyRange("check", []string{o.prefix}, true, false)
+	key, end, err := keyrange.Parse("check", []string{o.prefix}, true, false)
 	if err != nil {
 		return err
 	}

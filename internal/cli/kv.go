@@ -11,6 +11,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -18,48 +19,6 @@ import (
 func addKVCommands(root *cobra.Command, g *globalOptions) {
 	addToGroup(root, kvGroup, newGetCommand(g), newPutCommand(g), newDelCommand(g), newTxnCommand(g),
 		newCompactionCommand(g), newWatchCommand(g))
-}
-
-// prefixEnd is the end of the range of keys that start with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte{}, prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return []byte{0} // every byte is 0xff: up to the end of the key space
-}
-
-// keyRange turns a key, an optional range end and the --prefix/--from-key
-// flags into the [key, rangeEnd) of a request. command names the command
-// in error messages.
-func keyRange(command string, args []string, prefix, fromKey bool) (key, rangeEnd []byte, err error) {
-	if len(args) == 0 || len(args) > 2 {
-		return nil, nil, cmderr.BadArgs("%s command needs one argument as key and an optional argument as range_end", command)
-	}
-	if prefix && fromKey {
-		return nil, nil, cmderr.BadArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
-	}
-	if (prefix || fromKey) && len(args) == 2 {
-		return nil, nil, cmderr.BadArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
-	}
-	key = []byte(args[0])
-	switch {
-	case len(args) == 2:
-		rangeEnd = []byte(args[1])
-	case prefix && len(key) == 0:
-		key, rangeEnd = []byte{0}, []byte{0}
-	case prefix:
-		rangeEnd = prefixEnd(key)
-	case fromKey:
-		if len(key) == 0 {
-			key = []byte{0}
-		}
-		rangeEnd = []byte{0}
-	}
-	return key, rangeEnd, nil
 }
 
 // getOptions are the flags of get.
@@ -158,7 +117,7 @@ func (o *getOptions) checkFormat(format string) error {
 
 // request checks the arguments and flags of get and builds its request.
 func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
-	key, rangeEnd, err := keyRange("get", args, o.prefix, o.fromKey)
+	key, rangeEnd, err := keyrange.Parse("get", args, o.prefix, o.fromKey)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +319,7 @@ func (o *delOptions) addFlags(f *pflag.FlagSet) {
 
 // request checks the arguments of del and builds its request.
 func (o *delOptions) request(args []string) (*pb.DeleteRangeRequest, error) {
-	key, rangeEnd, err := keyRange("del", args, o.prefix, o.fromKey)
+	key, rangeEnd, err := keyrange.Parse("del", args, o.prefix, o.fromKey)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -211,7 +212,7 @@ func (m *mirror) printProgress(ctx context.Context) {
 
 // sourceRange is the key range of --prefix.
 func (m *mirror) sourceRange() (key, end []byte) {
-	key, end, _ = keyRange("make-mirror", []string{m.o.prefix}, true, false)
+	key, end, _ = keyrange.Parse("make-mirror", []string{m.o.prefix}, true, false)
 	return key, end
 }
 

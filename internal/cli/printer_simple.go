@@ -7,6 +7,8 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 )
 
 // The simple format of each result: what etcdctl prints by default.
@@ -240,7 +242,7 @@ func permissionRangeText(perm *authpb.Permission) string {
 		return key
 	case end == "\x00":
 		return fmt.Sprintf("[%s, <open ended>", key)
-	case end == string(prefixEnd(perm.GetKey())):
+	case end == string(keyrange.PrefixEnd(perm.GetKey())):
 		return fmt.Sprintf("[%s, %s) (prefix %s)", key, end, key)
 	}
 	return fmt.Sprintf("[%s, %s)", key, end)

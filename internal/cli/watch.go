@@ -19,6 +19,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -139,7 +140,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 	case len(args) == 2:
 		req.RangeEnd = []byte(args[1])
 	case o.prefix:
-		req.RangeEnd = prefixEnd(req.Key)
+		req.RangeEnd = keyrange.PrefixEnd(req.Key)
 		if len(req.Key) == 0 {
 			req.Key, req.RangeEnd = []byte{0}, []byte{0}
 		}
