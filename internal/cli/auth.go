@@ -10,10 +10,10 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -53,7 +53,7 @@ func authCommand(g *globalOptions, use, short, example string, nargs int, usage 
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(result)
+				return g.printer(cmd).Print(result)
 			})
 		},
 	}
@@ -77,7 +77,7 @@ func newAuthEnableCommand(g *globalOptions) *cobra.Command {
 				}
 				_, err = c.Auth.AuthEnable(ctx, &pb.AuthEnableRequest{})
 			}
-			return message("Authentication Enabled"), err
+			return printer.Message("Authentication Enabled"), err
 		})
 }
 
@@ -87,7 +87,7 @@ func newAuthDisableCommand(g *globalOptions) *cobra.Command {
 		0, "auth disable command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			_, err := c.Auth.AuthDisable(ctx, &pb.AuthDisableRequest{})
-			return message("Authentication Disabled"), err
+			return printer.Message("Authentication Disabled"), err
 		})
 }
 
@@ -98,7 +98,7 @@ func newAuthStatusCommand(g *globalOptions) *cobra.Command {
 		0, "auth status command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.AuthStatus(ctx, &pb.AuthStatusRequest{})
-			return &authStatusResult{resp: resp}, err
+			return &printer.AuthStatusResult{Resp: resp}, err
 		})
 }
 
@@ -138,7 +138,7 @@ func newUserAddCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: fmt.Sprintf("User %s created", name), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: fmt.Sprintf("User %s created", name), Resp: resp})
 			})
 		},
 	}
@@ -181,7 +181,7 @@ func newUserDeleteCommand(g *globalOptions) *cobra.Command {
 		1, "user delete command requires user name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserDelete(ctx, &pb.AuthUserDeleteRequest{Name: args[0]})
-			return &authResult{text: fmt.Sprintf("User %s deleted", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("User %s deleted", args[0]), Resp: resp}, err
 		})
 }
 
@@ -205,18 +205,18 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
 				}
 				p := g.printer(cmd)
 				if !detail {
-					return p.print(&userGetResult{name: args[0], resp: resp})
+					return p.Print(&printer.UserGetResult{Name: args[0], Resp: resp})
 				}
 				// The user's name, then each role in the format asked for,
 				// printed as it arrives.
-				p.linef("User: %s", args[0])
+				p.Linef("User: %s", args[0])
 				for _, role := range resp.GetRoles() {
-					p.line()
+					p.Line()
 					r, err := c.Auth.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: role})
 					if err != nil {
 						return err
 					}
-					if err := p.print(&roleGetResult{name: role, resp: r}); err != nil {
+					if err := p.Print(&printer.RoleGetResult{Name: role, Resp: r}); err != nil {
 						return err
 					}
 				}
@@ -234,7 +234,7 @@ func newUserListCommand(g *globalOptions) *cobra.Command {
 		0, "user list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.UserList(ctx, &pb.AuthUserListRequest{})
-			return &userListResult{resp: resp}, err
+			return &printer.UserListResult{Resp: resp}, err
 		})
 }
 
@@ -260,7 +260,7 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: "Password updated", resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: "Password updated", Resp: resp})
 			})
 		},
 	}
@@ -274,7 +274,7 @@ func newUserGrantRoleCommand(g *globalOptions) *cobra.Command {
 		2, "user grant command requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: args[0], Role: args[1]})
-			return &authResult{text: fmt.Sprintf("Role %s is granted to user %s", args[1], args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s is granted to user %s", args[1], args[0]), Resp: resp}, err
 		})
 }
 
@@ -284,7 +284,7 @@ func newUserRevokeRoleCommand(g *globalOptions) *cobra.Command {
 		2, "user revoke-role requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserRevokeRole(ctx, &pb.AuthUserRevokeRoleRequest{Name: args[0], Role: args[1]})
-			return &authResult{text: fmt.Sprintf("Role %s is revoked from user %s", args[1], args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s is revoked from user %s", args[1], args[0]), Resp: resp}, err
 		})
 }
 
@@ -294,7 +294,7 @@ func newRoleAddCommand(g *globalOptions) *cobra.Command {
 		1, "role add command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: args[0]})
-			return &authResult{text: fmt.Sprintf("Role %s created", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s created", args[0]), Resp: resp}, err
 		})
 }
 
@@ -304,7 +304,7 @@ func newRoleDeleteCommand(g *globalOptions) *cobra.Command {
 		1, "role delete command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleDelete(ctx, &pb.AuthRoleDeleteRequest{Role: args[0]})
-			return &authResult{text: fmt.Sprintf("Role %s deleted", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s deleted", args[0]), Resp: resp}, err
 		})
 }
 
@@ -315,7 +315,7 @@ func newRoleGetCommand(g *globalOptions) *cobra.Command {
 		1, "role get command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: args[0]})
-			return &roleGetResult{name: args[0], resp: resp}, err
+			return &printer.RoleGetResult{Name: args[0], Resp: resp}, err
 		})
 }
 
@@ -325,7 +325,7 @@ func newRoleListCommand(g *globalOptions) *cobra.Command {
 		0, "role list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.RoleList(ctx, &pb.AuthRoleListRequest{})
-			return &roleListResult{resp: resp}, err
+			return &printer.RoleListResult{Resp: resp}, err
 		})
 }
 
@@ -390,7 +390,7 @@ func newRoleGrantPermissionCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: fmt.Sprintf("Role %s updated", args[0]), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: fmt.Sprintf("Role %s updated", args[0]), Resp: resp})
 			})
 		},
 	}
@@ -422,7 +422,7 @@ func newRoleRevokePermissionCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: revokedText(args[0], key, rangeEnd), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: revokedText(args[0], key, rangeEnd), Resp: resp})
 			})
 		},
 	}
@@ -440,32 +440,3 @@ func revokedText(role, key, rangeEnd string) string {
 	}
 	return fmt.Sprintf("Permission of range [%s, %s) is revoked from role %s", key, rangeEnd, role)
 }
-
-// message is a result that prints the same text in every format.
-type message string
-
-// headerResponse is a response with a header.
-type headerResponse interface {
-	proto.Message
-	GetHeader() *pb.ResponseHeader
-}
-
-type (
-	// authResult is the outcome of a change to users or roles: a sentence
-	// in the simple format, the response otherwise.
-	authResult struct {
-		text string
-		resp headerResponse
-	}
-	authStatusResult struct{ resp *pb.AuthStatusResponse }
-	userGetResult    struct {
-		name string
-		resp *pb.AuthUserGetResponse
-	}
-	userListResult struct{ resp *pb.AuthUserListResponse }
-	roleGetResult  struct {
-		name string
-		resp *pb.AuthRoleGetResponse
-	}
-	roleListResult struct{ resp *pb.AuthRoleListResponse }
-)

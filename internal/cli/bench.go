@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -165,7 +166,7 @@ func (s *benchSession) parameters(params map[string]any) map[string]any {
 }
 
 func (s *benchSession) print(result any) error {
-	return s.g.printer(s.cmd).print(result)
+	return s.g.printer(s.cmd).Print(result)
 }
 
 // benchResult is the report of one workload.
@@ -175,8 +176,8 @@ type benchResult struct {
 	loadgen.Summary
 }
 
-func (r *benchResult) printSimple(p *printer) { r.Summary.WriteText(p.w) }
-func (r *benchResult) jsonValue(*printer) any { return r }
+func (r *benchResult) PrintSimple(p *printer.Printer) { r.Summary.WriteText(p.Writer()) }
+func (r *benchResult) JSONValue(*printer.Printer) any { return r }
 
 // keyGenerator is loadgen.Keys with the checks of the command line.
 type keyGenerator struct{ loadgen.Keys }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/loadgen"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 )
 
 // benchWatchOptions are the flags of bench watch.
@@ -78,21 +79,21 @@ type watchBenchResult struct {
 	Missing    int             `json:"missing_events"`
 }
 
-func (r *watchBenchResult) printSimple(p *printer) {
+func (r *watchBenchResult) PrintSimple(p *printer.Printer) {
 	for _, part := range []struct {
 		title string
 		s     loadgen.Summary
 	}{{"Watch creation", r.Creation}, {"Puts", r.Puts}, {"Event delivery", r.Events}} {
-		fmt.Fprintf(p.w, "%s (%d):\n", part.title, part.s.Requests)
-		part.s.WriteText(p.w)
-		fmt.Fprintln(p.w)
+		fmt.Fprintf(p.Writer(), "%s (%d):\n", part.title, part.s.Requests)
+		part.s.WriteText(p.Writer())
+		fmt.Fprintln(p.Writer())
 	}
 	if r.Missing > 0 {
-		fmt.Fprintf(p.w, "%d events did not arrive\n", r.Missing)
+		fmt.Fprintf(p.Writer(), "%d events did not arrive\n", r.Missing)
 	}
 }
 
-func (r *watchBenchResult) jsonValue(*printer) any { return r }
+func (r *watchBenchResult) JSONValue(*printer.Printer) any { return r }
 
 // watchBenchStream is one watch stream of the benchmark.
 type watchBenchStream struct {

@@ -5,6 +5,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -65,14 +66,8 @@ func newDowngradeCommand(g *globalOptions, name, short string, action pb.Downgra
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&downgradeResult{action: name, resp: resp})
+				return g.printer(cmd).Print(&printer.DowngradeResult{Action: name, Resp: resp})
 			})
 		},
 	}
-}
-
-// downgradeResult is the answer to a downgrade subcommand, named by action.
-type downgradeResult struct {
-	action string
-	resp   *pb.DowngradeResponse
 }

@@ -10,6 +10,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -74,7 +75,7 @@ func campaign(cmd *cobra.Command, g *globalOptions, c *client.Client, name, prop
 	if err != nil {
 		return err
 	}
-	if err := g.printer(cmd).print(&getResult{resp: resp}); err != nil {
+	if err := g.printer(cmd).Print(&printer.GetResult{Resp: resp}); err != nil {
 		return err
 	}
 	select {
@@ -92,7 +93,7 @@ func observeElection(cmd *cobra.Command, g *globalOptions, c *client.Client, nam
 	defer stop()
 	p := g.printer(cmd)
 	for resp := range c.Observe(ctx, name) {
-		if err := p.print(&getResult{resp: resp}); err != nil {
+		if err := p.Print(&printer.GetResult{Resp: resp}); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -75,7 +76,7 @@ func defragDataDir(cmd *cobra.Command, dataDir string) error {
 	}
 	after := fileSize(path)
 	fmt.Fprintf(cmd.OutOrStdout(), "Finished defragmenting etcd data[%s]: db size %s (%d bytes) before, %s (%d bytes) after. took %s\n",
-		dataDir, humanBytes(before), before, humanBytes(after), after, time.Since(start).Round(time.Millisecond))
+		dataDir, printer.HumanBytes(before), before, printer.HumanBytes(after), after, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -24,7 +25,7 @@ it), and says what compaction removed. -w json prints one JSON object per revisi
 		Example: "  cairn dump-db history /var/lib/etcd /registry/pods/default/web-0",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := outputFormat(cmd, formatTable, formatTable, formatSimple, formatJSON)
+			format, err := outputFormat(cmd, printer.FormatTable, printer.FormatTable, printer.FormatSimple, printer.FormatJSON)
 			if err != nil {
 				return err
 			}
@@ -38,7 +39,7 @@ it), and says what compaction removed. -w json prints one JSON object per revisi
 					return fmt.Errorf("key %q has no revision in %s (never written, or removed by the compaction at revision %d)", key, db.Path(), h.compactRev)
 				}
 				w := bufio.NewWriter(cmd.OutOrStdout())
-				if format == formatJSON {
+				if format == printer.FormatJSON {
 					h.writeJSON(w)
 				} else {
 					h.writeText(w)

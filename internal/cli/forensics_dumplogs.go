@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -47,7 +48,7 @@ its stdin and answers with a line "STATUS|DECODED" on its stdout.`,
   cairn dump-logs /var/lib/etcd --entry-type IRRPut,IRRDeleteRange --raw`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := outputFormat(cmd, formatTable, formatTable, formatSimple, formatJSON)
+			format, err := outputFormat(cmd, printer.FormatTable, printer.FormatTable, printer.FormatSimple, printer.FormatJSON)
 			if err != nil {
 				return err
 			}
@@ -60,7 +61,7 @@ its stdin and answers with a line "STATUS|DECODED" on its stdout.`,
 				return err
 			}
 			var out walRecordPrinter
-			if format == formatJSON {
+			if format == printer.FormatJSON {
 				out = newWALJSONPrinter(cmd.OutOrStdout())
 			} else {
 				out = newWALTablePrinter(cmd.OutOrStdout())

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -20,7 +21,7 @@ have the same hash.`,
   cairn hashkv backup.db --rev 1234`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON, formatFields)
+			format, err := outputFormat(cmd, printer.FormatSimple, printer.FormatSimple, printer.FormatTable, printer.FormatJSON, printer.FormatFields)
 			if err != nil {
 				return err
 			}
@@ -33,7 +34,7 @@ have the same hash.`,
 				if err != nil {
 					return fmt.Errorf("hashkv %s at revision %d: %w", db.Path(), rev, err)
 				}
-				return (&printer{w: cmd.OutOrStdout(), format: format}).print(&hashKVResult{
+				return printer.New(cmd.OutOrStdout(), format, false).Print(&hashKVResult{
 					Hash: h.Hash, HashRevision: h.HashRevision, CompactRevision: h.CompactRevision})
 			})
 		},
@@ -49,19 +50,19 @@ type hashKVResult struct {
 	CompactRevision int64  `json:"compactRevision"`
 }
 
-func (r *hashKVResult) printSimple(p *printer) {
-	p.linef("%d, %d, %d", r.Hash, r.HashRevision, r.CompactRevision)
+func (r *hashKVResult) PrintSimple(p *printer.Printer) {
+	p.Linef("%d, %d, %d", r.Hash, r.HashRevision, r.CompactRevision)
 }
 
-func (r *hashKVResult) tableRows(*printer) ([]string, [][]string) {
+func (r *hashKVResult) TableRows(*printer.Printer) ([]string, [][]string) {
 	return []string{"hash", "hash revision", "compact revision"},
 		[][]string{{fmt.Sprint(r.Hash), fmt.Sprint(r.HashRevision), fmt.Sprint(r.CompactRevision)}}
 }
 
-func (r *hashKVResult) jsonValue(*printer) any { return r }
+func (r *hashKVResult) JSONValue(*printer.Printer) any { return r }
 
-func (r *hashKVResult) printFields(p *printer) {
-	p.field("Hash", r.Hash)
-	p.field("Hash revision", r.HashRevision)
-	p.field("Compact revision", r.CompactRevision)
+func (r *hashKVResult) PrintFields(p *printer.Printer) {
+	p.Field("Hash", r.Hash)
+	p.Field("Hash revision", r.HashRevision)
+	p.Field("Compact revision", r.CompactRevision)
 }

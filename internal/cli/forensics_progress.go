@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/internal/cli/printer"
 )
 
 // progress reports how far long work has come, on stderr, when stderr is a
@@ -54,7 +56,7 @@ func (p *progress) updateOf(done, total int64) {
 	if p.total > 0 {
 		pct = float64(done) * 100 / float64(p.total)
 	}
-	fmt.Fprintf(p.w, "\r%s: %5.1f%% (%s of %s)", p.label, pct, humanBytes(done), humanBytes(p.total))
+	fmt.Fprintf(p.w, "\r%s: %5.1f%% (%s of %s)", p.label, pct, printer.HumanBytes(done), printer.HumanBytes(p.total))
 	p.shown = true
 }
 

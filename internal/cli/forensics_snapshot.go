@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -22,7 +23,7 @@ sha256 trailer is checked first.`,
 		Example: "  cairn snapshot status backup.db -w table",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON, formatFields)
+			format, err := outputFormat(cmd, printer.FormatSimple, printer.FormatSimple, printer.FormatTable, printer.FormatJSON, printer.FormatFields)
 			if err != nil {
 				return err
 			}
@@ -30,7 +31,7 @@ sha256 trailer is checked first.`,
 			if err != nil {
 				return err
 			}
-			return (&printer{w: cmd.OutOrStdout(), format: format}).print(st)
+			return printer.New(cmd.OutOrStdout(), format, false).Print(st)
 		},
 	}
 }
@@ -100,24 +101,24 @@ func checkSnapshotTrailer(path string) error {
 }
 
 func (s *snapshotStatusResult) cells() []string {
-	return []string{fmt.Sprintf("%x", s.Hash), fmt.Sprint(s.Revision), fmt.Sprint(s.TotalKey), humanBytes(s.TotalSize), s.Version}
+	return []string{fmt.Sprintf("%x", s.Hash), fmt.Sprint(s.Revision), fmt.Sprint(s.TotalKey), printer.HumanBytes(s.TotalSize), s.Version}
 }
 
-func (s *snapshotStatusResult) printSimple(p *printer) {
+func (s *snapshotStatusResult) PrintSimple(p *printer.Printer) {
 	c := s.cells()
-	p.linef("%s, %s, %s, %s, %s", c[0], c[1], c[2], c[3], c[4])
+	p.Linef("%s, %s, %s, %s, %s", c[0], c[1], c[2], c[3], c[4])
 }
 
-func (s *snapshotStatusResult) tableRows(*printer) ([]string, [][]string) {
+func (s *snapshotStatusResult) TableRows(*printer.Printer) ([]string, [][]string) {
 	return []string{"hash", "revision", "total keys", "total size", "version"}, [][]string{s.cells()}
 }
 
-func (s *snapshotStatusResult) jsonValue(*printer) any { return s }
+func (s *snapshotStatusResult) JSONValue(*printer.Printer) any { return s }
 
-func (s *snapshotStatusResult) printFields(p *printer) {
-	p.field("Hash", s.Hash)
-	p.field("Revision", s.Revision)
-	p.field("Keys", s.TotalKey)
-	p.field("Size", s.TotalSize)
-	p.field("Version", s.Version)
+func (s *snapshotStatusResult) PrintFields(p *printer.Printer) {
+	p.Field("Hash", s.Hash)
+	p.Field("Revision", s.Revision)
+	p.Field("Keys", s.TotalKey)
+	p.Field("Size", s.TotalSize)
+	p.Field("Version", s.Version)
 }

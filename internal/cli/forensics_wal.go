@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -33,7 +34,7 @@ and offset.`,
 		Example: "  cairn wal verify /var/lib/etcd",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := outputFormat(cmd, formatSimple, formatSimple, formatTable, formatJSON)
+			format, err := outputFormat(cmd, printer.FormatSimple, printer.FormatSimple, printer.FormatTable, printer.FormatJSON)
 			if err != nil {
 				return err
 			}
@@ -48,8 +49,8 @@ and offset.`,
 				return err
 			}
 			snaps := checkSnapFiles(filepath.Join(filepath.Dir(dir), snapDirName), scan)
-			if format == formatJSON {
-				err = (&printer{w: cmd.OutOrStdout(), format: formatJSON}).printJSON(newWALReport(scan, snaps))
+			if format == printer.FormatJSON {
+				err = printer.New(cmd.OutOrStdout(), printer.FormatJSON, false).PrintJSON(newWALReport(scan, snaps))
 			} else {
 				writeWALReport(cmd.OutOrStdout(), scan, snaps)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -85,14 +86,14 @@ func (g *globalOptions) commandContext(cmd *cobra.Command) (context.Context, con
 }
 
 // printer returns the printer for --write-out and --hex.
-func (g *globalOptions) printer(cmd *cobra.Command) *printer {
-	return &printer{w: cmd.OutOrStdout(), format: g.v.GetString("write-out"), hex: g.v.GetBool("hex")}
+func (g *globalOptions) printer(cmd *cobra.Command) *printer.Printer {
+	return printer.New(cmd.OutOrStdout(), g.v.GetString("write-out"), g.v.GetBool("hex"))
 }
 
 // validateOutputFormat fails on a --write-out value no command knows.
 func (g *globalOptions) validateOutputFormat() error {
 	switch g.v.GetString("write-out") {
-	case formatSimple, formatJSON, formatFields, formatTable, formatProtobuf:
+	case printer.FormatSimple, printer.FormatJSON, printer.FormatFields, printer.FormatTable, printer.FormatProtobuf:
 		return nil
 	}
 	return cmderr.WithCode(cmderr.ExitBadFeature, errors.New("unsupported output format"))

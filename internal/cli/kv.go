@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -67,7 +68,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&getResult{resp: resp, valueOnly: o.printValueOnly})
+				return g.printer(cmd).Print(&printer.GetResult{Resp: resp, ValueOnly: o.printValueOnly})
 			})
 		},
 	}
@@ -106,10 +107,10 @@ var (
 
 // checkFormat fails on flags that the output format cannot show.
 func (o *getOptions) checkFormat(format string) error {
-	if o.countOnly && format != formatFields {
+	if o.countOnly && format != printer.FormatFields {
 		return cmderr.BadArgs("--count-only is only for `--write-out=fields`")
 	}
-	if o.printValueOnly && format != formatSimple {
+	if o.printValueOnly && format != printer.FormatSimple {
 		return cmderr.BadArgs("print-value-only is only for `--write-out=simple`")
 	}
 	return nil
@@ -161,12 +162,6 @@ func (o *getOptions) requestOp(args []string) (*pb.RequestOp, error) {
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: req}}, nil
 }
 
-// getResult is the outcome of get.
-type getResult struct {
-	resp      *pb.RangeResponse
-	valueOnly bool
-}
-
 // putOptions are the flags of put.
 type putOptions struct {
 	lease       string
@@ -209,7 +204,7 @@ will store the content of the file to <key>.`,
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&putResult{resp: resp})
+				return g.printer(cmd).Print(&printer.PutResult{Resp: resp})
 			})
 		},
 	}
@@ -272,8 +267,6 @@ func parseLeaseID(s string) (int64, error) {
 	return id, nil
 }
 
-type putResult struct{ resp *pb.PutResponse }
-
 // delOptions are the flags of del.
 type delOptions struct {
 	prefix  bool
@@ -301,7 +294,7 @@ func newDelCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&delResult{resp: resp})
+				return g.printer(cmd).Print(&printer.DelResult{Resp: resp})
 			})
 		},
 	}
@@ -334,8 +327,6 @@ func (o *delOptions) requestOp(args []string) (*pb.RequestOp, error) {
 	}
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: req}}, nil
 }
-
-type delResult struct{ resp *pb.DeleteRangeResponse }
 
 func newCompactionCommand(g *globalOptions) *cobra.Command {
 	var physical bool

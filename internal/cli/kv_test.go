@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 )
 
 func TestGetFlagsChecked(t *testing.T) {
@@ -14,11 +15,11 @@ func TestGetFlagsChecked(t *testing.T) {
 		want   string
 		code   int
 	}{
-		{getOptions{countOnly: true}, formatSimple, "--count-only is only for `--write-out=fields`", cmderr.ExitBadArgs},
-		{getOptions{printValueOnly: true}, formatJSON, "print-value-only is only for `--write-out=simple`", cmderr.ExitBadArgs},
-		{getOptions{consistency: "x"}, formatSimple, `unknown consistency flag "x"`, cmderr.ExitBadFeature},
-		{getOptions{consistency: "l", sortBy: "SIZE"}, formatSimple, "bad sort target SIZE", cmderr.ExitBadFeature},
-		{getOptions{consistency: "l", order: "UP"}, formatSimple, "bad sort order UP", cmderr.ExitBadFeature},
+		{getOptions{countOnly: true}, printer.FormatSimple, "--count-only is only for `--write-out=fields`", cmderr.ExitBadArgs},
+		{getOptions{printValueOnly: true}, printer.FormatJSON, "print-value-only is only for `--write-out=simple`", cmderr.ExitBadArgs},
+		{getOptions{consistency: "x"}, printer.FormatSimple, `unknown consistency flag "x"`, cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", sortBy: "SIZE"}, printer.FormatSimple, "bad sort target SIZE", cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", order: "UP"}, printer.FormatSimple, "bad sort order UP", cmderr.ExitBadFeature},
 	}
 	for _, tt := range tests {
 		err := tt.opts.checkFormat(tt.format)

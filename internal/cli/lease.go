@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -58,7 +59,7 @@ func newLeaseGrantCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("failed to grant lease (%w)", err)
 				}
-				return g.printer(cmd).print(&leaseGrantResult{resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseGrantResult{Resp: resp})
 			})
 		},
 	}
@@ -81,7 +82,7 @@ func newLeaseRevokeCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("failed to revoke lease (%w)", err)
 				}
-				return g.printer(cmd).print(&leaseRevokeResult{id: id, resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseRevokeResult{ID: id, Resp: resp})
 			})
 		},
 	}
@@ -105,7 +106,7 @@ func newLeaseTimeToLiveCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
-				return g.printer(cmd).print(&leaseTimeToLiveResult{resp: resp, keys: keys})
+				return g.printer(cmd).Print(&printer.LeaseTimeToLiveResult{Resp: resp, Keys: keys})
 			})
 		},
 	}
@@ -127,7 +128,7 @@ func newLeaseListCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
-				return g.printer(cmd).print(&leaseListResult{resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseListResult{Resp: resp})
 			})
 		},
 	}
@@ -154,7 +155,7 @@ func newLeaseKeepAliveCommand(g *globalOptions) *cobra.Command {
 					if err != nil {
 						return cmderr.WithCode(cmderr.ExitBadConnection, err)
 					}
-					return p.print(&leaseKeepAliveResult{resp: resp})
+					return p.Print(&printer.LeaseKeepAliveResult{Resp: resp})
 				}
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
@@ -168,28 +169,14 @@ func newLeaseKeepAliveCommand(g *globalOptions) *cobra.Command {
 
 // keepAlive renews the lease until ctx is done, printing each renewal, and
 // says so if the lease goes away.
-func keepAlive(ctx context.Context, c *client.Client, id int64, p *printer) error {
+func keepAlive(ctx context.Context, c *client.Client, id int64, p *printer.Printer) error {
 	for resp := range c.KeepAlive(ctx, id) {
-		if err := p.print(&leaseKeepAliveResult{resp: resp}); err != nil {
+		if err := p.Print(&printer.LeaseKeepAliveResult{Resp: resp}); err != nil {
 			return err
 		}
 	}
 	if ctx.Err() == nil {
-		fmt.Fprintf(p.w, "lease %016x expired or revoked.\n", id)
+		fmt.Fprintf(p.Writer(), "lease %016x expired or revoked.\n", id)
 	}
 	return nil
 }
-
-type (
-	leaseGrantResult      struct{ resp *pb.LeaseGrantResponse }
-	leaseKeepAliveResult  struct{ resp *pb.LeaseKeepAliveResponse }
-	leaseListResult       struct{ resp *pb.LeaseLeasesResponse }
-	leaseTimeToLiveResult struct {
-		resp *pb.LeaseTimeToLiveResponse
-		keys bool // --keys: the attached keys were asked for
-	}
-	leaseRevokeResult struct {
-		id   int64
-		resp *pb.LeaseRevokeResponse
-	}
-)

@@ -13,6 +13,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -97,7 +98,7 @@ func runLock(cmd *cobra.Command, g *globalOptions, c *client.Client, name string
 	if len(resp.GetKvs()) == 0 {
 		return errors.New("lock lost on init")
 	}
-	if err := g.printer(cmd).print(&getResult{resp: resp}); err != nil {
+	if err := g.printer(cmd).Print(&printer.GetResult{Resp: resp}); err != nil {
 		return err
 	}
 	select {

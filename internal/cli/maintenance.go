@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -64,7 +65,7 @@ func newAlarmListCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&alarmResult{resp: resp})
+				return g.printer(cmd).Print(&printer.AlarmResult{Resp: resp})
 			})
 		},
 	}
@@ -86,7 +87,7 @@ func newAlarmDisarmCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&alarmResult{resp: resp})
+				return g.printer(cmd).Print(&printer.AlarmResult{Resp: resp})
 			})
 		},
 	}
@@ -290,7 +291,7 @@ func newProgressReporter(w io.Writer) func(size int64) {
 			return
 		}
 		last, shown = time.Now(), true
-		fmt.Fprintf(w, "\rreceived %s", humanBytes(size))
+		fmt.Fprintf(w, "\rreceived %s", printer.HumanBytes(size))
 	}
 }
 
@@ -318,7 +319,7 @@ func newMoveLeaderCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&moveLeaderResult{from: leader, to: target, resp: resp})
+				return g.printer(cmd).Print(&printer.MoveLeaderResult{From: leader, To: target, Resp: resp})
 			})
 		},
 	}
@@ -342,11 +343,3 @@ func findLeader(ctx context.Context, c *client.Client) (uint64, grpc.ClientConnI
 	}
 	return 0, nil, cmderr.BadArgs("no leader endpoint given at %v", c.Endpoints())
 }
-
-type (
-	alarmResult      struct{ resp *pb.AlarmResponse }
-	moveLeaderResult struct {
-		from, to uint64
-		resp     *pb.MoveLeaderResponse
-	}
-)

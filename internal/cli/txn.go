@@ -13,6 +13,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -67,7 +68,7 @@ with its flags, such as: put key1 "overwrote-key1" --prev-kv`,
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&txnResult{resp: resp})
+				return g.printer(cmd).Print(&printer.TxnResult{Resp: resp})
 			})
 		},
 	}
@@ -293,23 +294,4 @@ func nextArg(s string) (arg, rest string) {
 		return s[:end], s[end:]
 	}
 	return s, ""
-}
-
-// txnResult is the outcome of txn.
-type txnResult struct{ resp *pb.TxnResponse }
-
-// opResult wraps one response of a transaction as the result of the
-// command that would have made it alone, to print it the same way.
-func opResult(op *pb.ResponseOp) any {
-	switch r := op.GetResponse().(type) {
-	case *pb.ResponseOp_ResponseRange:
-		return &getResult{resp: r.ResponseRange}
-	case *pb.ResponseOp_ResponsePut:
-		return &putResult{resp: r.ResponsePut}
-	case *pb.ResponseOp_ResponseDeleteRange:
-		return &delResult{resp: r.ResponseDeleteRange}
-	case *pb.ResponseOp_ResponseTxn:
-		return &txnResult{resp: r.ResponseTxn}
-	}
-	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -150,7 +151,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 
 // printWatch prints the responses of w, and runs spec's command for each
 // event if it has one, until ctx is done or the watch ends.
-func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *watchSpec, p *printer) error {
+func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *watchSpec, p *printer.Printer) error {
 	for resp := range w.Responses {
 		// Each response goes out in one write, whole, even when several
 		// watches share the output.
@@ -161,10 +162,11 @@ func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *
 		if resp.IsProgressNotify() {
 			fmt.Fprintf(&buf, "progress notify: %d\n", resp.Header.GetRevision())
 		}
-		if err := (&printer{w: &buf, format: p.format, hex: p.hex}).print(&watchResult{resp: resp}); err != nil {
+		if err := p.WithWriter(&buf).Print(&printer.WatchResult{Resp: &pb.WatchResponse{Header: resp.Header, Events: resp.Events,
+			CompactRevision: resp.CompactRevision, Canceled: resp.Canceled, CancelReason: resp.CancelReason}}); err != nil {
 			return err
 		}
-		if _, err := p.w.Write(buf.Bytes()); err != nil {
+		if _, err := p.Writer().Write(buf.Bytes()); err != nil {
 			return err
 		}
 		if len(spec.exec) > 0 {
@@ -202,7 +204,7 @@ func runWatchCommand(ctx context.Context, cmd *cobra.Command, args []string, res
 
 // runInteractiveWatch reads watch and progress commands from stdin until it
 // ends or ctx is done, running the watches side by side.
-func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Client, p *printer) error {
+func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Client, p *printer.Printer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var (
 		watches []*client.Watch
@@ -210,7 +212,7 @@ func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Clie
 	)
 	defer wg.Wait()
 	defer cancel()
-	locked := &printer{w: &lockedWriter{w: p.w}, format: p.format, hex: p.hex}
+	locked := p.WithWriter(&lockedWriter{w: p.Writer()})
 	lines := readLines(ctx, cmd.InOrStdin())
 	for {
 		var in lineOrError
@@ -303,6 +305,3 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
-
-// watchResult is one response of a watch.
-type watchResult struct{ resp client.WatchResponse }

@@ -1,4 +1,4 @@
-package cli
+package printer
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 // response message (its fields named by their protobuf names), or of a
 // structure of the same shape as etcdctl prints.
 
-// printJSON writes v as one line of JSON.
-func (p *printer) printJSON(v any) error {
+// PrintJSON writes v as one line of JSON.
+func (p *Printer) PrintJSON(v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode JSON: %w", err)
@@ -22,9 +22,9 @@ func (p *printer) printJSON(v any) error {
 	return err
 }
 
-func (r *getResult) jsonValue(*printer) any { return r.resp }
-func (r *putResult) jsonValue(*printer) any { return r.resp }
-func (r *delResult) jsonValue(*printer) any { return r.resp }
+func (r *GetResult) JSONValue(*Printer) any { return r.Resp }
+func (r *PutResult) JSONValue(*Printer) any { return r.Resp }
+func (r *DelResult) JSONValue(*Printer) any { return r.Resp }
 
 // txnJSON is the JSON shape of a transaction's response: each response of
 // the transaction inside a "Response" object, under the name of its kind.
@@ -62,7 +62,7 @@ func newTxnJSON(resp *pb.TxnResponse) *txnJSON {
 	return out
 }
 
-func (r *txnResult) jsonValue(*printer) any { return newTxnJSON(r.resp) }
+func (r *TxnResult) JSONValue(*Printer) any { return newTxnJSON(r.Resp) }
 
 // The lease responses print with their header's fields inlined, and their
 // own fields under etcdctl's names.
@@ -94,27 +94,27 @@ type (
 	}
 )
 
-func (r *leaseGrantResult) jsonValue(*printer) any {
-	return &leaseGrantJSON{ResponseHeader: r.resp.GetHeader(), ID: r.resp.GetID(), TTL: r.resp.GetTTL(), Error: r.resp.GetError()}
+func (r *LeaseGrantResult) JSONValue(*Printer) any {
+	return &leaseGrantJSON{ResponseHeader: r.Resp.GetHeader(), ID: r.Resp.GetID(), TTL: r.Resp.GetTTL(), Error: r.Resp.GetError()}
 }
 
-func (r *leaseRevokeResult) jsonValue(*printer) any { return r.resp }
+func (r *LeaseRevokeResult) JSONValue(*Printer) any { return r.Resp }
 
-func (r *leaseTimeToLiveResult) jsonValue(*printer) any {
-	return &leaseTimeToLiveJSON{ResponseHeader: r.resp.GetHeader(), ID: r.resp.GetID(), TTL: r.resp.GetTTL(),
-		GrantedTTL: r.resp.GetGrantedTTL(), Keys: r.resp.GetKeys()}
+func (r *LeaseTimeToLiveResult) JSONValue(*Printer) any {
+	return &leaseTimeToLiveJSON{ResponseHeader: r.Resp.GetHeader(), ID: r.Resp.GetID(), TTL: r.Resp.GetTTL(),
+		GrantedTTL: r.Resp.GetGrantedTTL(), Keys: r.Resp.GetKeys()}
 }
 
-func (r *leaseListResult) jsonValue(*printer) any {
-	out := &leaseListJSON{ResponseHeader: r.resp.GetHeader(), Leases: []leaseStatusJSON{}}
-	for _, l := range r.resp.GetLeases() {
+func (r *LeaseListResult) JSONValue(*Printer) any {
+	out := &leaseListJSON{ResponseHeader: r.Resp.GetHeader(), Leases: []leaseStatusJSON{}}
+	for _, l := range r.Resp.GetLeases() {
 		out.Leases = append(out.Leases, leaseStatusJSON{ID: l.GetID()})
 	}
 	return out
 }
 
-func (r *leaseKeepAliveResult) jsonValue(*printer) any {
-	return &leaseKeepAliveJSON{ResponseHeader: r.resp.GetHeader(), ID: r.resp.GetID(), TTL: r.resp.GetTTL()}
+func (r *LeaseKeepAliveResult) JSONValue(*Printer) any {
+	return &leaseKeepAliveJSON{ResponseHeader: r.Resp.GetHeader(), ID: r.Resp.GetID(), TTL: r.Resp.GetTTL()}
 }
 
 // watchJSON is the JSON shape of a watch response.
@@ -127,9 +127,9 @@ type watchJSON struct {
 	CancelReason    string
 }
 
-func (r *watchResult) jsonValue(*printer) any {
-	return &watchJSON{Header: r.resp.Header, Events: r.resp.Events, CompactRevision: r.resp.CompactRevision,
-		Canceled: r.resp.Canceled, CancelReason: r.resp.CancelReason}
+func (r *WatchResult) JSONValue(*Printer) any {
+	return &watchJSON{Header: r.Resp.Header, Events: r.Resp.Events, CompactRevision: r.Resp.CompactRevision,
+		Canceled: r.Resp.Canceled, CancelReason: r.Resp.CancelReason}
 }
 
 // With --hex, member responses print IDs as hexadecimal strings.
@@ -182,39 +182,39 @@ func newHexMembersJSON(h *pb.ResponseHeader, members []*pb.Member) *hexMembersJS
 	return out
 }
 
-func (r *memberAddResult) jsonValue(p *printer) any {
+func (r *MemberAddResult) JSONValue(p *Printer) any {
 	if !p.hex {
-		return r.resp
+		return r.Resp
 	}
-	members := newHexMembersJSON(r.resp.GetHeader(), r.resp.GetMembers())
-	return &hexMemberAddJSON{Header: members.Header, Member: newHexMemberJSON(r.resp.GetMember()), Members: members.Members}
+	members := newHexMembersJSON(r.Resp.GetHeader(), r.Resp.GetMembers())
+	return &hexMemberAddJSON{Header: members.Header, Member: newHexMemberJSON(r.Resp.GetMember()), Members: members.Members}
 }
 
-func (r *memberChangeResult) jsonValue(p *printer) any {
+func (r *MemberChangeResult) JSONValue(p *Printer) any {
 	if !p.hex {
-		return r.resp
+		return r.Resp
 	}
-	return newHexMembersJSON(r.resp.GetHeader(), r.resp.GetMembers())
+	return newHexMembersJSON(r.Resp.GetHeader(), r.Resp.GetMembers())
 }
 
-func (r *memberListResult) jsonValue(p *printer) any {
+func (r *MemberListResult) JSONValue(p *Printer) any {
 	if !p.hex {
-		return r.resp
+		return r.Resp
 	}
-	return newHexMembersJSON(r.resp.GetHeader(), r.resp.GetMembers())
+	return newHexMembersJSON(r.Resp.GetHeader(), r.Resp.GetMembers())
 }
 
-func (r *endpointHealthResult) jsonValue(*printer) any { return r.health }
-func (r *endpointStatusResult) jsonValue(*printer) any { return r.statuses }
-func (r *endpointHashKVResult) jsonValue(*printer) any { return r.hashes }
+func (r *EndpointHealthResult) JSONValue(*Printer) any { return r.Health }
+func (r *EndpointStatusResult) JSONValue(*Printer) any { return r.Statuses }
+func (r *EndpointHashKVResult) JSONValue(*Printer) any { return r.Hashes }
 
-func (r *alarmResult) jsonValue(*printer) any      { return r.resp }
-func (r *moveLeaderResult) jsonValue(*printer) any { return r.resp }
-func (r *downgradeResult) jsonValue(*printer) any  { return r.resp }
+func (r *AlarmResult) JSONValue(*Printer) any      { return r.Resp }
+func (r *MoveLeaderResult) JSONValue(*Printer) any { return r.Resp }
+func (r *DowngradeResult) JSONValue(*Printer) any  { return r.Resp }
 
-func (r *authResult) jsonValue(*printer) any       { return r.resp }
-func (r *authStatusResult) jsonValue(*printer) any { return r.resp }
-func (r *userGetResult) jsonValue(*printer) any    { return r.resp }
-func (r *userListResult) jsonValue(*printer) any   { return r.resp }
-func (r *roleGetResult) jsonValue(*printer) any    { return r.resp }
-func (r *roleListResult) jsonValue(*printer) any   { return r.resp }
+func (r *AuthResult) JSONValue(*Printer) any       { return r.Resp }
+func (r *AuthStatusResult) JSONValue(*Printer) any { return r.Resp }
+func (r *UserGetResult) JSONValue(*Printer) any    { return r.Resp }
+func (r *UserListResult) JSONValue(*Printer) any   { return r.Resp }
+func (r *RoleGetResult) JSONValue(*Printer) any    { return r.Resp }
+func (r *RoleListResult) JSONValue(*Printer) any   { return r.Resp }

@@ -1,4 +1,4 @@
-package cli
+package printer
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // characters, cells aligned right.
 
 // printTable draws a table.
-func (p *printer) printTable(header []string, rows [][]string) error {
+func (p *Printer) printTable(header []string, rows [][]string) error {
 	t := tablewriter.NewTable(p.w, tablewriter.WithRowAlignment(tw.AlignRight))
 	t.Header(header)
 	if err := t.Bulk(rows); err != nil {
@@ -21,38 +21,38 @@ func (p *printer) printTable(header []string, rows [][]string) error {
 	return t.Render()
 }
 
-func (r *memberListResult) tableRows(*printer) ([]string, [][]string) {
+func (r *MemberListResult) TableRows(*Printer) ([]string, [][]string) {
 	header := []string{"ID", "Status", "Name", "Peer Addrs", "Client Addrs", "Is Learner"}
 	var rows [][]string
-	for _, m := range r.resp.GetMembers() {
+	for _, m := range r.Resp.GetMembers() {
 		rows = append(rows, []string{fmt.Sprintf("%x", m.GetID()), memberStatus(m), m.GetName(),
 			strings.Join(m.GetPeerURLs(), ","), strings.Join(m.GetClientURLs(), ","), fmt.Sprint(m.GetIsLearner())})
 	}
 	return header, rows
 }
 
-func (r *endpointHealthResult) tableRows(*printer) ([]string, [][]string) {
+func (r *EndpointHealthResult) TableRows(*Printer) ([]string, [][]string) {
 	var rows [][]string
-	for _, h := range r.health {
+	for _, h := range r.Health {
 		rows = append(rows, []string{h.Endpoint, fmt.Sprint(h.Health), h.Took, h.Error})
 	}
 	return []string{"endpoint", "health", "took", "error"}, rows
 }
 
-func (r *endpointStatusResult) tableRows(*printer) ([]string, [][]string) {
+func (r *EndpointStatusResult) TableRows(*Printer) ([]string, [][]string) {
 	header := []string{"endpoint", "ID", "version", "storage version", "db size", "in use", "percentage not in use", "quota",
 		"is leader", "is learner", "raft term", "raft index", "raft applied index", "errors",
 		"downgrade target version", "downgrade enabled"}
 	var rows [][]string
-	for _, s := range r.statuses {
+	for _, s := range r.Statuses {
 		rows = append(rows, statusRow(s))
 	}
 	return header, rows
 }
 
-func (r *endpointHashKVResult) tableRows(*printer) ([]string, [][]string) {
+func (r *EndpointHashKVResult) TableRows(*Printer) ([]string, [][]string) {
 	var rows [][]string
-	for _, h := range r.hashes {
+	for _, h := range r.Hashes {
 		rows = append(rows, []string{h.Endpoint, fmt.Sprint(h.HashKV.GetHash()), fmt.Sprint(h.HashKV.GetHashRevision())})
 	}
 	return []string{"endpoint", "hash", "hash revision"}, rows

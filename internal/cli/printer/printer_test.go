@@ -1,4 +1,4 @@
-package cli
+package printer
 
 import (
 	"strings"
@@ -19,8 +19,8 @@ func TestHumanBytes(t *testing.T) {
 		{1500000, "1.5 MB"}, {2147483648, "2.1 GB"},
 	}
 	for _, tt := range tests {
-		if got := humanBytes(tt.n); got != tt.want {
-			t.Errorf("humanBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		if got := HumanBytes(tt.n); got != tt.want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", tt.n, got, tt.want)
 		}
 	}
 }
@@ -44,15 +44,15 @@ func TestPermissionRangeText(t *testing.T) {
 
 func TestPrinterRejectsUnsupportedFormat(t *testing.T) {
 	var out strings.Builder
-	p := &printer{w: &out, format: formatTable}
-	err := p.print(&putResult{resp: &pb.PutResponse{}})
+	p := &Printer{w: &out, format: FormatTable}
+	err := p.Print(&PutResult{Resp: &pb.PutResponse{}})
 	if err == nil || err.Error() != "table not supported as output format" || cmderr.ExitCode(err) != cmderr.ExitBadFeature {
 		t.Fatalf("put -w table: error %v (exit %d), want the unsupported-format error (exit %d)", err, cmderr.ExitCode(err), cmderr.ExitBadFeature)
 	}
 }
 
 func TestHexText(t *testing.T) {
-	p := &printer{hex: true}
+	p := &Printer{hex: true}
 	if got := p.text([]byte("k\n")); got != `\x6b\x0a` {
 		t.Fatalf("hex text = %q, want %q", got, `\x6b\x0a`)
 	}
