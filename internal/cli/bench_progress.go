@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairnkv/cairn/internal/cli/term"
 )
 
 // progressBar draws "done / of [---->____] 12.34%" on one line of a
@@ -25,7 +27,7 @@ type progressBar struct {
 const progressBarInterval = 100 * time.Millisecond
 
 func newProgressBar(w io.Writer) *progressBar {
-	return &progressBar{w: w, enabled: isTerminal(w), width: 50}
+	return &progressBar{w: w, enabled: term.IsTerminal(w), width: 50}
 }
 
 // update redraws the bar for done of of, at most every progressBarInterval

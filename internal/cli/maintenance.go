@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/term"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -275,7 +276,7 @@ func (t *trailerHasher) valid() bool {
 // arrived, at most twice a second, and ends the line when given -1. It
 // shows nothing unless w is a terminal.
 func newProgressReporter(w io.Writer) func(size int64) {
-	if !isTerminal(w) {
+	if !term.IsTerminal(w) {
 		return func(int64) {}
 	}
 	var last time.Time
