@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/printer"
 )
 
@@ -26,7 +26,7 @@ type benchWatchOptions struct {
 	eventTimeout      time.Duration
 }
 
-func newBenchWatchCommand(g *globalOptions, o *benchOptions) *cobra.Command {
+func newBenchWatchCommand(g Globals, o *benchOptions) *cobra.Command {
 	var w benchWatchOptions
 	cmd := &cobra.Command{
 		Use:   "watch [options]",

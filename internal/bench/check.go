@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/keyrange"
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
-// addCheckCommands attaches check perf and check datascale.
-func addCheckCommands(root *cobra.Command, g *globalOptions) {
+// NewCheckCommand returns check perf and check datascale.
+func NewCheckCommand(g Globals) *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check <subcommand>",
 		Short: "commands for checking properties of the etcd cluster",
 	}
 	check.AddCommand(newCheckPerfCommand(g), newCheckDatascaleCommand(g))
-	addToGroup(root, utilityGroup, check)
+	return check
 }
 
 // checkOptions are the flags shared by the check commands.
@@ -82,7 +82,7 @@ const (
 // a connection.
 const clientsPerConnection = 10
 
-func newCheckPerfCommand(g *globalOptions) *cobra.Command {
+func newCheckPerfCommand(g Globals) *cobra.Command {
 	var o checkOptions
 	var duration time.Duration
 	cmd := &cobra.Command{
@@ -111,7 +111,7 @@ when it is a terminal.`,
 			if !ok {
 				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown load option %s", o.load))
 			}
-			return g.withClient(cmd, func(c *client.Client) error {
+			return g.WithClient(cmd, func(c *client.Client) error {
 				return runCheckPerf(cmd, g, c, &o, load, duration)
 			})
 		},
@@ -123,7 +123,7 @@ when it is a terminal.`,
 	return cmd
 }
 
-func runCheckPerf(cmd *cobra.Command, g *globalOptions, c *client.Client, o *checkOptions, load checkPerfLoad, duration time.Duration) error {
+func runCheckPerf(cmd *cobra.Command, g Globals, c *client.Client, o *checkOptions, load checkPerfLoad, duration time.Duration) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := checkPrefixEmpty(cmd, g, c, o.prefix, true); err != nil {
@@ -203,8 +203,8 @@ func printErrors(cmd *cobra.Command, res *loadgen.Result) bool {
 // checkPrefixEmpty refuses to run a check over existing keys, which the
 // check would overwrite and then delete. quoteCommand quotes the command
 // of the message, as check perf does and check datascale does not.
-func checkPrefixEmpty(cmd *cobra.Command, g *globalOptions, c *client.Client, prefix string, quoteCommand bool) error {
-	ctx, cancel := g.commandContext(cmd)
+func checkPrefixEmpty(cmd *cobra.Command, g Globals, c *client.Client, prefix string, quoteCommand bool) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.CommandTimeout())
 	defer cancel()
 	key, end, err := keyrange.Parse("check", []string{prefix}, true, false)
 	if err != nil {
@@ -226,8 +226,8 @@ func checkPrefixEmpty(cmd *cobra.Command, g *globalOptions, c *client.Client, pr
 
 // checkConnections opens the connections of a check's clients, each
 // shared by clientsPerConnection of them, over every endpoint.
-func checkConnections(cmd *cobra.Command, g *globalOptions, clients int) ([]*client.Client, error) {
-	cfg, err := g.clientConfig(cmd)
+func checkConnections(cmd *cobra.Command, g Globals, clients int) ([]*client.Client, error) {
+	cfg, err := g.ClientConfig(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -255,8 +255,8 @@ func closeAll(conns []*client.Client) {
 
 // checkCleanup deletes the keys of a check and, as asked, compacts at the
 // revision of the deletion and defragments the endpoints.
-func checkCleanup(cmd *cobra.Command, g *globalOptions, c *client.Client, o *checkOptions, endpoints []string) error {
-	ctx, cancel := g.commandContext(cmd)
+func checkCleanup(cmd *cobra.Command, g Globals, c *client.Client, o *checkOptions, endpoints []string) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.CommandTimeout())
 	defer cancel()
 	key, end, err := keyrange.Parse("check", []string{o.prefix}, true, false)
 	if err != nil {
@@ -282,7 +282,7 @@ func checkCleanup(cmd *cobra.Command, g *globalOptions, c *client.Client, o *che
 			if err != nil {
 				return err
 			}
-			defragCtx, cancel := g.commandContext(cmd)
+			defragCtx, cancel := context.WithTimeout(cmd.Context(), g.CommandTimeout())
 			_, err = pb.NewMaintenanceClient(conn).Defragment(defragCtx, &pb.DefragmentRequest{})
 			cancel()
 			if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -25,8 +25,8 @@ type benchOptions struct {
 	rate    float64
 }
 
-// addBenchCommands attaches bench and its workloads.
-func addBenchCommands(root *cobra.Command, g *globalOptions) {
+// NewBenchCommand returns bench and its workloads.
+func NewBenchCommand(g Globals) *cobra.Command {
 	o := &benchOptions{}
 	bench := &cobra.Command{
 		Use:   "bench <subcommand>",
@@ -53,7 +53,7 @@ and their percentiles; -w json prints the same figures for machines.`,
 	f.Float64Var(&o.rate, "rate", 0, "Maximum requests per second (0 is no limit)")
 	bench.AddCommand(newBenchPutCommand(g, o), newBenchRangeCommand(g, o), newBenchTxnPutCommand(g, o),
 		newBenchWatchCommand(g, o), newBenchLeaseKeepAliveCommand(g, o))
-	addToGroup(root, utilityGroup, bench)
+	return bench
 }
 
 // check validates the shared flags.
@@ -73,7 +73,7 @@ func (o *benchOptions) check() error {
 
 // benchSession is the connections of a bench run.
 type benchSession struct {
-	g       *globalOptions
+	g       Globals
 	cmd     *cobra.Command
 	o       *benchOptions
 	ctx     context.Context // ends on Ctrl-C
@@ -82,14 +82,11 @@ type benchSession struct {
 
 // runBench opens --conns connections, each a client of one endpoint
 // (endpoints in turn), makes sure each is connected, and calls f.
-func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions, f func(s *benchSession) error) error {
+func runBench(cmd *cobra.Command, g Globals, o *benchOptions, f func(s *benchSession) error) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	if err := g.validateOutputFormat(); err != nil {
-		return err
-	}
-	cfg, err := g.clientConfig(cmd)
+	cfg, err := g.ClientConfig(cmd)
 	if err != nil {
 		return err
 	}
@@ -126,7 +123,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions, f func(s *b
 // that connecting is not part of the measurement.
 func (s *benchSession) connect() error {
 	for _, c := range s.clients {
-		ctx, cancel := context.WithTimeout(s.ctx, s.g.v.GetDuration("dial-timeout")+s.g.commandTimeout())
+		ctx, cancel := context.WithTimeout(s.ctx, s.g.DialTimeout()+s.g.CommandTimeout())
 		_, err := c.Maintenance.Status(ctx, &pb.StatusRequest{})
 		cancel()
 		if err != nil {
@@ -158,7 +155,7 @@ func (s *benchSession) run(name string, params map[string]any, newRequest func(w
 // parameters adds the shared flags to a workload's own.
 func (s *benchSession) parameters(params map[string]any) map[string]any {
 	out := map[string]any{"clients": s.o.clients, "conns": s.o.conns, "total": s.o.total, "rate": s.o.rate,
-		"endpoints": s.g.endpoints()}
+		"endpoints": s.g.Endpoints()}
 	for k, v := range params {
 		out[k] = v
 	}
@@ -166,7 +163,7 @@ func (s *benchSession) parameters(params map[string]any) map[string]any {
 }
 
 func (s *benchSession) print(result any) error {
-	return s.g.printer(s.cmd).Print(result)
+	return s.g.Printer(s.cmd).Print(result)
 }
 
 // benchResult is the report of one workload.

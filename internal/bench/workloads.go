@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
 )
 
 // addKeyFlags declares the key and value flags of the write workloads.
@@ -22,7 +22,7 @@ func addKeyFlags(f *pflag.FlagSet, k *keyGenerator, valSize *int) {
 	f.BoolVar(&k.Sequential, "sequential-keys", false, "Use sequential keys (key number = request number modulo --key-space-size) instead of random ones")
 }
 
-func newBenchPutCommand(g *globalOptions, o *benchOptions) *cobra.Command {
+func newBenchPutCommand(g Globals, o *benchOptions) *cobra.Command {
 	var keys keyGenerator
 	var valSize int
 	cmd := &cobra.Command{
@@ -57,7 +57,7 @@ value of --val-size random bytes.`,
 	return cmd
 }
 
-func newBenchRangeCommand(g *globalOptions, o *benchOptions) *cobra.Command {
+func newBenchRangeCommand(g Globals, o *benchOptions) *cobra.Command {
 	var (
 		consistency string
 		limit       int64
@@ -105,7 +105,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
 	return cmd
 }
 
-func newBenchTxnPutCommand(g *globalOptions, o *benchOptions) *cobra.Command {
+func newBenchTxnPutCommand(g Globals, o *benchOptions) *cobra.Command {
 	var keys keyGenerator
 	var valSize, txnOps int
 	cmd := &cobra.Command{
@@ -153,7 +153,7 @@ on distinct keys (so --key-space-size must be at least --txn-ops).`,
 	return cmd
 }
 
-func newBenchLeaseKeepAliveCommand(g *globalOptions, o *benchOptions) *cobra.Command {
+func newBenchLeaseKeepAliveCommand(g Globals, o *benchOptions) *cobra.Command {
 	var ttl int64
 	cmd := &cobra.Command{
 		Use:   "lease-keepalive [options]",
@@ -173,7 +173,7 @@ renewal, sent and answered. The leases are revoked at the end.`,
 				return s.run("lease-keepalive", map[string]any{"ttl": ttl},
 					func(worker int) (loadgen.Request, error) {
 						c := s.clientFor(worker)
-						ctx, cancel := g.commandContext(cmd)
+						ctx, cancel := context.WithTimeout(cmd.Context(), g.CommandTimeout())
 						defer cancel()
 						grant, err := c.Lease.LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: ttl})
 						if err != nil {
@@ -214,7 +214,7 @@ type leaseOwner struct {
 // revokeLeases revokes the leases a workload granted.
 func (s *benchSession) revokeLeases(leases []leaseOwner) {
 	for _, l := range leases {
-		ctx, cancel := context.WithTimeout(context.Background(), s.g.commandTimeout())
+		ctx, cancel := context.WithTimeout(context.Background(), s.g.CommandTimeout())
 		_, _ = s.clientFor(l.worker).Lease.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: l.id})
 		cancel()
 	}

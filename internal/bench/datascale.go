@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -39,7 +39,7 @@ var checkDatascaleLoads = map[string]checkDatascaleLoad{
 // residentMemoryMetric is the Prometheus metric of a member's memory.
 const residentMemoryMetric = "process_resident_memory_bytes"
 
-func newCheckDatascaleCommand(g *globalOptions) *cobra.Command {
+func newCheckDatascaleCommand(g Globals) *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
 		Use:   "datascale [options]",
@@ -65,7 +65,7 @@ Workloads (--load):
 			if !ok {
 				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown load option %s", o.load))
 			}
-			eps := g.endpoints()
+			eps := g.Endpoints()
 			if len(eps) == 0 {
 				return cmderr.BadArgs("no endpoint given")
 			}
@@ -77,11 +77,8 @@ Workloads (--load):
 	return cmd
 }
 
-func runCheckDatascale(cmd *cobra.Command, g *globalOptions, o *checkOptions, load checkDatascaleLoad, endpoint string) error {
-	if err := g.validateOutputFormat(); err != nil {
-		return err
-	}
-	cfg, err := g.clientConfig(cmd)
+func runCheckDatascale(cmd *cobra.Command, g Globals, o *checkOptions, load checkDatascaleLoad, endpoint string) error {
+	cfg, err := g.ClientConfig(cmd)
 	if err != nil {
 		return err
 	}
@@ -164,8 +161,8 @@ type metricsReader struct {
 
 // newMetricsReader reads the metrics on the client URL of endpoint, over
 // TLS when the endpoint or the global flags ask for it.
-func newMetricsReader(g *globalOptions, endpoint string) (*metricsReader, error) {
-	tlsCfg, err := g.tlsConfig()
+func newMetricsReader(g Globals, endpoint string) (*metricsReader, error) {
+	tlsCfg, err := g.TLSConfig()
 	if err != nil {
 		return nil, cmderr.BadArgs("%v", err)
 	}
@@ -181,7 +178,7 @@ func newMetricsReader(g *globalOptions, endpoint string) (*metricsReader, error)
 	transport.TLSClientConfig = tlsCfg
 	return &metricsReader{
 		url:  strings.TrimSuffix(base, "/") + "/metrics",
-		http: &http.Client{Transport: transport, Timeout: g.commandTimeout() + g.v.GetDuration("dial-timeout")},
+		http: &http.Client{Transport: transport, Timeout: g.CommandTimeout() + g.DialTimeout()},
 	}, nil
 }
 
