@@ -1,8 +1,13 @@
-package cli
+// Package docs renders the documentation of a command tree: a man page
+// per command and a completion script per shell, the files under man/ and
+// completions/ of the source tree (internal/gendocs writes them) and the
+// output of `cairn completion`. It imports cobra and cmderr only.
+package docs
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 // The generated documentation of the source tree: a completion script per
@@ -29,10 +36,30 @@ var completionFiles = map[string]string{
 	"powershell": "cairn.ps1",
 }
 
-// Docs returns the generated documentation files, by path relative to the
+// completionShells are the shells completion scripts are made for, with
+// the function that writes each.
+var completionShells = map[string]func(root *cobra.Command, w io.Writer) error{
+	"bash":       func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) },
+	"zsh":        func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) },
+	"fish":       func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) },
+	"powershell": func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) },
+}
+
+// Completion writes the completion script of root for shell to w.
+func Completion(root *cobra.Command, shell string, w io.Writer) error {
+	gen, ok := completionShells[shell]
+	if !ok {
+		return cmderr.BadArgs("unsupported shell %q", shell)
+	}
+	if err := gen(root, w); err != nil {
+		return fmt.Errorf("generate %s completion: %w", shell, err)
+	}
+	return nil
+}
+
+// Files returns the documentation files of root, by path relative to the
 // root of the source tree.
-func Docs() (map[string][]byte, error) {
-	root := NewRootCommand()
+func Files(root *cobra.Command) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for shell, name := range completionFiles {
 		var buf bytes.Buffer
@@ -47,11 +74,11 @@ func Docs() (map[string][]byte, error) {
 	return files, nil
 }
 
-// WriteDocs writes the documentation files under dir, the root of the
+// Write writes the documentation files of root under dir, the root of the
 // source tree, and removes the files of those folders that are no longer
 // generated (the pages of removed commands).
-func WriteDocs(dir string) error {
-	files, err := Docs()
+func Write(dir string, root *cobra.Command) error {
+	files, err := Files(root)
 	if err != nil {
 		return err
 	}
