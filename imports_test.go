@@ -25,6 +25,10 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/forensics", "internal/client", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/transport", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/server", "internal/api", "internal/api calls into internal/server, never the reverse"},
+	{"internal/client", "internal/server", "the client knows nothing of the server's internals"},
+	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
+	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
+	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
 }
 
 // listedPackage is what the test reads of `go list -json`.
