@@ -24,6 +24,8 @@ type Globals interface {
 	Printer(cmd *cobra.Command) *printer.Printer
 	// TLSConfig is the TLS settings of the flags, nil for plaintext.
 	TLSConfig() (*tls.Config, error)
+	// DialTimeout and CommandTimeout are --dial-timeout and
+	// --command-timeout.
 	DialTimeout() time.Duration
 	CommandTimeout() time.Duration
 }

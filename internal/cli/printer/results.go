@@ -22,10 +22,10 @@ type GetResult struct {
 	ValueOnly bool // --print-value-only
 }
 
+// PutResult, DelResult and TxnResult are the outcomes of put, del and txn.
 type (
 	PutResult struct{ Resp *pb.PutResponse }
 	DelResult struct{ Resp *pb.DeleteRangeResponse }
-	// TxnResult is the outcome of txn.
 	TxnResult struct{ Resp *pb.TxnResponse }
 )
 
@@ -48,6 +48,7 @@ func opResult(op *pb.ResponseOp) any {
 // WatchResult is one response of a watch.
 type WatchResult struct{ Resp *pb.WatchResponse }
 
+// The outcomes of the lease subcommands.
 type (
 	LeaseGrantResult      struct{ Resp *pb.LeaseGrantResponse }
 	LeaseKeepAliveResult  struct{ Resp *pb.LeaseKeepAliveResponse }
@@ -62,6 +63,7 @@ type (
 	}
 )
 
+// The outcomes of the member subcommands.
 type (
 	MemberAddResult struct {
 		Resp *pb.MemberAddResponse
@@ -104,6 +106,7 @@ type (
 	}
 )
 
+// The outcomes of endpoint health, status and hashkv.
 type (
 	EndpointHealthResult struct {
 		Health []EndpointHealth
@@ -140,6 +143,7 @@ func statusRow(s *EndpointStatus) []string {
 	}
 }
 
+// The outcomes of alarm list/disarm, move-leader and downgrade.
 type (
 	AlarmResult      struct{ Resp *pb.AlarmResponse }
 	MoveLeaderResult struct {
@@ -160,6 +164,7 @@ type headerResponse interface {
 	GetHeader() *pb.ResponseHeader
 }
 
+// The outcomes of the auth, user and role subcommands.
 type (
 	// AuthResult is the outcome of a change to users or roles: a sentence
 	// in the simple format, the response otherwise.
