@@ -10,8 +10,10 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -42,7 +44,7 @@ func authCommand(g *globalOptions, use, short, example string, nargs int, usage 
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != nargs {
-				return badArgs("%s", usage)
+				return cmderr.BadArgs("%s", usage)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -51,7 +53,7 @@ func authCommand(g *globalOptions, use, short, example string, nargs int, usage 
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(result)
+				return g.printer(cmd).Print(result)
 			})
 		},
 	}
@@ -75,7 +77,7 @@ func newAuthEnableCommand(g *globalOptions) *cobra.Command {
 				}
 				_, err = c.Auth.AuthEnable(ctx, &pb.AuthEnableRequest{})
 			}
-			return message("Authentication Enabled"), err
+			return printer.Message("Authentication Enabled"), err
 		})
 }
 
@@ -85,7 +87,7 @@ func newAuthDisableCommand(g *globalOptions) *cobra.Command {
 		0, "auth disable command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			_, err := c.Auth.AuthDisable(ctx, &pb.AuthDisableRequest{})
-			return message("Authentication Disabled"), err
+			return printer.Message("Authentication Disabled"), err
 		})
 }
 
@@ -96,7 +98,7 @@ func newAuthStatusCommand(g *globalOptions) *cobra.Command {
 		0, "auth status command does not accept any arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.AuthStatus(ctx, &pb.AuthStatusRequest{})
-			return &authStatusResult{resp: resp}, err
+			return &printer.AuthStatusResult{Resp: resp}, err
 		})
 }
 
@@ -111,11 +113,11 @@ func newUserAddCommand(g *globalOptions) *cobra.Command {
   echo secret | cairn user add alice --interactive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user add command requires user name as its argument")
+				return cmderr.BadArgs("user add command requires user name as its argument")
 			}
 			name, password, hasPassword := strings.Cut(args[0], ":")
 			if name == "" {
-				return badArgs("empty user name is not allowed")
+				return cmderr.BadArgs("empty user name is not allowed")
 			}
 			switch {
 			case noPassword, hasPassword:
@@ -136,7 +138,7 @@ func newUserAddCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: fmt.Sprintf("User %s created", name), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: fmt.Sprintf("User %s created", name), Resp: resp})
 			})
 		},
 	}
@@ -152,23 +154,23 @@ func askPassword(cmd *cobra.Command, name string, interactive bool) (string, err
 	if !interactive {
 		password, err := readLine(cmd.InOrStdin())
 		if err != nil {
-			return "", badArgs("failed to ask password: %v", err)
+			return "", cmderr.BadArgs("failed to ask password: %v", err)
 		}
 		return password, nil
 	}
 	password, err := readPassword(cmd, fmt.Sprintf("Password of %s: ", name))
 	if err != nil {
-		return "", badArgs("failed to ask password: %v", err)
+		return "", cmderr.BadArgs("failed to ask password: %v", err)
 	}
 	if password == "" {
-		return "", badArgs("empty password")
+		return "", cmderr.BadArgs("empty password")
 	}
 	again, err := readPassword(cmd, fmt.Sprintf("Type password of %s again for confirmation: ", name))
 	if err != nil {
-		return "", badArgs("failed to ask password: %v", err)
+		return "", cmderr.BadArgs("failed to ask password: %v", err)
 	}
 	if again != password {
-		return "", badArgs("given passwords are different")
+		return "", cmderr.BadArgs("given passwords are different")
 	}
 	return password, nil
 }
@@ -179,7 +181,7 @@ func newUserDeleteCommand(g *globalOptions) *cobra.Command {
 		1, "user delete command requires user name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserDelete(ctx, &pb.AuthUserDeleteRequest{Name: args[0]})
-			return &authResult{text: fmt.Sprintf("User %s deleted", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("User %s deleted", args[0]), Resp: resp}, err
 		})
 }
 
@@ -192,7 +194,7 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
   cairn user get alice --detail`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user get command requires user name as its argument")
+				return cmderr.BadArgs("user get command requires user name as its argument")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -203,18 +205,18 @@ func newUserGetCommand(g *globalOptions) *cobra.Command {
 				}
 				p := g.printer(cmd)
 				if !detail {
-					return p.print(&userGetResult{name: args[0], resp: resp})
+					return p.Print(&printer.UserGetResult{Name: args[0], Resp: resp})
 				}
 				// The user's name, then each role in the format asked for,
 				// printed as it arrives.
-				p.linef("User: %s", args[0])
+				p.Linef("User: %s", args[0])
 				for _, role := range resp.GetRoles() {
-					p.line()
+					p.Line()
 					r, err := c.Auth.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: role})
 					if err != nil {
 						return err
 					}
-					if err := p.print(&roleGetResult{name: role, resp: r}); err != nil {
+					if err := p.Print(&printer.RoleGetResult{Name: role, Resp: r}); err != nil {
 						return err
 					}
 				}
@@ -232,7 +234,7 @@ func newUserListCommand(g *globalOptions) *cobra.Command {
 		0, "user list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.UserList(ctx, &pb.AuthUserListRequest{})
-			return &userListResult{resp: resp}, err
+			return &printer.UserListResult{Resp: resp}, err
 		})
 }
 
@@ -245,7 +247,7 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
   echo newpassword | cairn user passwd alice --interactive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("user passwd command requires user name as its argument")
+				return cmderr.BadArgs("user passwd command requires user name as its argument")
 			}
 			password, err := askPassword(cmd, args[0], interactive)
 			if err != nil {
@@ -258,7 +260,7 @@ func newUserPasswdCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: "Password updated", resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: "Password updated", Resp: resp})
 			})
 		},
 	}
@@ -272,7 +274,7 @@ func newUserGrantRoleCommand(g *globalOptions) *cobra.Command {
 		2, "user grant command requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: args[0], Role: args[1]})
-			return &authResult{text: fmt.Sprintf("Role %s is granted to user %s", args[1], args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s is granted to user %s", args[1], args[0]), Resp: resp}, err
 		})
 }
 
@@ -282,7 +284,7 @@ func newUserRevokeRoleCommand(g *globalOptions) *cobra.Command {
 		2, "user revoke-role requires user name and role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.UserRevokeRole(ctx, &pb.AuthUserRevokeRoleRequest{Name: args[0], Role: args[1]})
-			return &authResult{text: fmt.Sprintf("Role %s is revoked from user %s", args[1], args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s is revoked from user %s", args[1], args[0]), Resp: resp}, err
 		})
 }
 
@@ -292,7 +294,7 @@ func newRoleAddCommand(g *globalOptions) *cobra.Command {
 		1, "role add command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: args[0]})
-			return &authResult{text: fmt.Sprintf("Role %s created", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s created", args[0]), Resp: resp}, err
 		})
 }
 
@@ -302,7 +304,7 @@ func newRoleDeleteCommand(g *globalOptions) *cobra.Command {
 		1, "role delete command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleDelete(ctx, &pb.AuthRoleDeleteRequest{Role: args[0]})
-			return &authResult{text: fmt.Sprintf("Role %s deleted", args[0]), resp: resp}, err
+			return &printer.AuthResult{Text: fmt.Sprintf("Role %s deleted", args[0]), Resp: resp}, err
 		})
 }
 
@@ -313,7 +315,7 @@ func newRoleGetCommand(g *globalOptions) *cobra.Command {
 		1, "role get command requires role name as its argument",
 		func(ctx context.Context, c *client.Client, args []string) (any, error) {
 			resp, err := c.Auth.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: args[0]})
-			return &roleGetResult{name: args[0], resp: resp}, err
+			return &printer.RoleGetResult{Name: args[0], Resp: resp}, err
 		})
 }
 
@@ -323,7 +325,7 @@ func newRoleListCommand(g *globalOptions) *cobra.Command {
 		0, "role list command requires no arguments",
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			resp, err := c.Auth.RoleList(ctx, &pb.AuthRoleListRequest{})
-			return &roleListResult{resp: resp}, err
+			return &printer.RoleListResult{Resp: resp}, err
 		})
 }
 
@@ -336,20 +338,20 @@ type permissionRange struct {
 // keys returns the key and range end that args and the flags describe.
 func (o permissionRange) keys(args []string) (key, rangeEnd string, err error) {
 	if o.prefix && o.fromKey {
-		return "", "", badArgs("--from-key and --prefix flags are mutually exclusive")
+		return "", "", cmderr.BadArgs("--from-key and --prefix flags are mutually exclusive")
 	}
 	key = args[0]
 	switch {
 	case len(args) > 1 && o.prefix:
-		return "", "", badArgs("unexpected endkey argument with --prefix flag")
+		return "", "", cmderr.BadArgs("unexpected endkey argument with --prefix flag")
 	case len(args) > 1 && o.fromKey:
-		return "", "", badArgs("unexpected endkey argument with --from-key flag")
+		return "", "", cmderr.BadArgs("unexpected endkey argument with --from-key flag")
 	case len(args) > 1:
 		rangeEnd = args[1]
 	case o.prefix && key == "":
 		key, rangeEnd = "\x00", "\x00"
 	case o.prefix:
-		rangeEnd = string(prefixEnd([]byte(key)))
+		rangeEnd = string(keyrange.PrefixEnd([]byte(key)))
 	case o.fromKey:
 		rangeEnd = "\x00"
 	}
@@ -370,11 +372,11 @@ func newRoleGrantPermissionCommand(g *globalOptions) *cobra.Command {
   cairn role grant-permission writer readwrite /jobs/a /jobs/z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 3 || len(args) > 4 {
-				return badArgs("role grant command requires role name, permission type, and key [endkey] as its argument")
+				return cmderr.BadArgs("role grant command requires role name, permission type, and key [endkey] as its argument")
 			}
 			permType, ok := authpb.Permission_Type_value[strings.ToUpper(args[1])]
 			if !ok {
-				return badArgs("invalid permission type: %s", args[1])
+				return cmderr.BadArgs("invalid permission type: %s", args[1])
 			}
 			key, rangeEnd, err := o.keys(args[2:])
 			if err != nil {
@@ -388,7 +390,7 @@ func newRoleGrantPermissionCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: fmt.Sprintf("Role %s updated", args[0]), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: fmt.Sprintf("Role %s updated", args[0]), Resp: resp})
 			})
 		},
 	}
@@ -406,7 +408,7 @@ func newRoleRevokePermissionCommand(g *globalOptions) *cobra.Command {
   cairn role revoke-permission reader a z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || len(args) > 3 {
-				return badArgs("role revoke-permission command requires role name and key [endkey] as its argument")
+				return cmderr.BadArgs("role revoke-permission command requires role name and key [endkey] as its argument")
 			}
 			key, rangeEnd, err := o.keys(args[1:])
 			if err != nil {
@@ -420,7 +422,7 @@ func newRoleRevokePermissionCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&authResult{text: revokedText(args[0], key, rangeEnd), resp: resp})
+				return g.printer(cmd).Print(&printer.AuthResult{Text: revokedText(args[0], key, rangeEnd), Resp: resp})
 			})
 		},
 	}
@@ -438,32 +440,3 @@ func revokedText(role, key, rangeEnd string) string {
 	}
 	return fmt.Sprintf("Permission of range [%s, %s) is revoked from role %s", key, rangeEnd, role)
 }
-
-// message is a result that prints the same text in every format.
-type message string
-
-// headerResponse is a response with a header.
-type headerResponse interface {
-	proto.Message
-	GetHeader() *pb.ResponseHeader
-}
-
-type (
-	// authResult is the outcome of a change to users or roles: a sentence
-	// in the simple format, the response otherwise.
-	authResult struct {
-		text string
-		resp headerResponse
-	}
-	authStatusResult struct{ resp *pb.AuthStatusResponse }
-	userGetResult    struct {
-		name string
-		resp *pb.AuthUserGetResponse
-	}
-	userListResult struct{ resp *pb.AuthUserListResponse }
-	roleGetResult  struct {
-		name string
-		resp *pb.AuthRoleGetResponse
-	}
-	roleListResult struct{ resp *pb.AuthRoleListResponse }
-)

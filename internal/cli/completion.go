@@ -1,20 +1,10 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
-)
 
-// completionShells are the shells completion scripts are made for, with
-// the function that writes each.
-var completionShells = map[string]func(root *cobra.Command, w io.Writer) error{
-	"bash":       func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) },
-	"zsh":        func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) },
-	"fish":       func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) },
-	"powershell": func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) },
-}
+	"github.com/cairnkv/cairn/internal/cli/docs"
+)
 
 // addCompletionCommand attaches completion, in place of cobra's own.
 func addCompletionCommand(root *cobra.Command) {
@@ -67,14 +57,15 @@ The same scripts are in the completions/ folder of the source tree.`,
 		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
 		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			gen, ok := completionShells[args[0]]
-			if !ok {
-				return badArgs("unsupported shell %q", args[0])
-			}
-			if err := gen(cmd.Root(), cmd.OutOrStdout()); err != nil {
-				return fmt.Errorf("generate %s completion: %w", args[0], err)
-			}
-			return nil
+			return docs.Completion(cmd.Root(), args[0], cmd.OutOrStdout())
 		},
 	})
 }
+
+// Docs returns the generated documentation files of cairn's command tree,
+// by path relative to the root of the source tree.
+func Docs() (map[string][]byte, error) { return docs.Files(NewRootCommand()) }
+
+// WriteDocs writes the generated documentation files under dir, the root
+// of the source tree (see docs.Write).
+func WriteDocs(dir string) error { return docs.Write(dir, NewRootCommand()) }

@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -49,11 +51,11 @@ func newDowngradeCommand(g *globalOptions, name, short string, action pb.Downgra
 			if action != pb.DowngradeRequest_CANCEL {
 				switch {
 				case len(args) == 0:
-					return badArgs("TARGET_VERSION not provided")
+					return cmderr.BadArgs("TARGET_VERSION not provided")
 				case len(args) > 1:
-					return badArgs("too many arguments")
+					return cmderr.BadArgs("too many arguments")
 				case args[0] == "":
-					return badArgs("target version not provided")
+					return cmderr.BadArgs("target version not provided")
 				}
 				req.Version = args[0]
 			}
@@ -64,14 +66,8 @@ func newDowngradeCommand(g *globalOptions, name, short string, action pb.Downgra
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&downgradeResult{action: name, resp: resp})
+				return g.printer(cmd).Print(&printer.DowngradeResult{Action: name, Resp: resp})
 			})
 		},
 	}
-}
-
-// downgradeResult is the answer to a downgrade subcommand, named by action.
-type downgradeResult struct {
-	action string
-	resp   *pb.DowngradeResponse
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -32,13 +34,13 @@ is etcd's, so cairn and etcdctl can take part in the same election.`,
   cairn elect my-service --listen    # follow the leader`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 && len(args) != 2 {
-				return badArgs("elect takes one election name argument and an optional proposal argument")
+				return cmderr.BadArgs("elect takes one election name argument and an optional proposal argument")
 			}
 			if listen && len(args) != 1 {
-				return badArgs("proposal given but -l is set")
+				return cmderr.BadArgs("proposal given but -l is set")
 			}
 			if !listen && len(args) != 2 {
-				return badArgs("no proposal argument but -l not set")
+				return cmderr.BadArgs("no proposal argument but -l not set")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				if listen {
@@ -73,7 +75,7 @@ func campaign(cmd *cobra.Command, g *globalOptions, c *client.Client, name, prop
 	if err != nil {
 		return err
 	}
-	if err := g.printer(cmd).print(&getResult{resp: resp}); err != nil {
+	if err := g.printer(cmd).Print(&printer.GetResult{Resp: resp}); err != nil {
 		return err
 	}
 	select {
@@ -91,7 +93,7 @@ func observeElection(cmd *cobra.Command, g *globalOptions, c *client.Client, nam
 	defer stop()
 	p := g.printer(cmd)
 	for resp := range c.Observe(ctx, name) {
-		if err := p.print(&getResult{resp: resp}); err != nil {
+		if err := p.Print(&printer.GetResult{Resp: resp}); err != nil {
 			return err
 		}
 	}

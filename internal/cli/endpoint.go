@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -78,14 +78,6 @@ func forEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, c *client.Clie
 	return results, nil
 }
 
-// endpointHealth is the health of one endpoint, in etcdctl's JSON shape.
-type endpointHealth struct {
-	Endpoint string `json:"endpoint"`
-	Health   bool   `json:"health"`
-	Took     string `json:"took"`
-	Error    string `json:"error,omitempty"`
-}
-
 func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   "health",
@@ -102,7 +94,7 @@ func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := g.printer(cmd).print(&endpointHealthResult{health: health, stderr: cmd.ErrOrStderr()}); err != nil {
+				if err := g.printer(cmd).Print(&printer.EndpointHealthResult{Health: health, Stderr: cmd.ErrOrStderr()}); err != nil {
 					return err
 				}
 				for _, h := range health {
@@ -118,8 +110,8 @@ func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
 
 // checkHealth reads a key through the member, which succeeds only when the
 // cluster has a quorum behind it, and checks that no alarm is raised.
-func checkHealth(ctx context.Context, ep string, conn grpc.ClientConnInterface) endpointHealth {
-	h := endpointHealth{Endpoint: ep}
+func checkHealth(ctx context.Context, ep string, conn grpc.ClientConnInterface) printer.EndpointHealth {
+	h := printer.EndpointHealth{Endpoint: ep}
 	start := time.Now()
 	_, err := pb.NewKVClient(conn).Range(ctx, &pb.RangeRequest{Key: []byte("health")})
 	// A member that checks permissions is answering: that is health enough.
@@ -148,12 +140,6 @@ func checkHealth(ctx context.Context, ep string, conn grpc.ClientConnInterface) 
 	return h
 }
 
-// endpointStatus is the status of one endpoint, in etcdctl's JSON shape.
-type endpointStatus struct {
-	Endpoint string             `json:"Endpoint"`
-	Status   *pb.StatusResponse `json:"Status"`
-}
-
 func newEndpointStatusCommand(g *globalOptions, cluster *bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
@@ -164,22 +150,16 @@ The items in the lists are endpoint, ID, version, db size, is leader, is learner
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// As etcdctl, status fails without a message of its own.
 			return printEachEndpoint(cmd, g, *cluster, "status", askStatus,
-				func(statuses []*endpointStatus) any { return &endpointStatusResult{statuses: statuses} },
-				func(error) error { return errSilent })
+				func(statuses []*printer.EndpointStatus) any { return &printer.EndpointStatusResult{Statuses: statuses} },
+				func(error) error { return cmderr.ErrSilent })
 		},
 	}
 }
 
 // askStatus asks an endpoint for its status.
-func askStatus(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointStatus, error) {
+func askStatus(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*printer.EndpointStatus, error) {
 	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
-	return &endpointStatus{Endpoint: ep, Status: resp}, err
-}
-
-// endpointHashKV is the KV hash of one endpoint, in etcdctl's JSON shape.
-type endpointHashKV struct {
-	Endpoint string             `json:"Endpoint"`
-	HashKV   *pb.HashKVResponse `json:"HashKV"`
+	return &printer.EndpointStatus{Endpoint: ep, Status: resp}, err
 }
 
 func newEndpointHashKVCommand(g *globalOptions, cluster *bool) *cobra.Command {
@@ -190,7 +170,7 @@ func newEndpointHashKVCommand(g *globalOptions, cluster *bool) *cobra.Command {
 		Example: "  cairn endpoint hashkv --cluster --rev 1000",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return printEachEndpoint(cmd, g, *cluster, "hash", askHashKV(rev),
-				func(hashes []*endpointHashKV) any { return &endpointHashKVResult{hashes: hashes} },
+				func(hashes []*printer.EndpointHashKV) any { return &printer.EndpointHashKVResult{Hashes: hashes} },
 				func(last error) error { return last })
 		},
 	}
@@ -199,10 +179,10 @@ func newEndpointHashKVCommand(g *globalOptions, cluster *bool) *cobra.Command {
 }
 
 // askHashKV returns the question for an endpoint's hash at revision rev.
-func askHashKV(rev int64) func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointHashKV, error) {
-	return func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*endpointHashKV, error) {
+func askHashKV(rev int64) func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*printer.EndpointHashKV, error) {
+	return func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*printer.EndpointHashKV, error) {
 		resp, err := pb.NewMaintenanceClient(conn).HashKV(ctx, &pb.HashKVRequest{Revision: rev})
-		return &endpointHashKV{Endpoint: ep, HashKV: resp}, err
+		return &printer.EndpointHashKV{Endpoint: ep, HashKV: resp}, err
 	}
 }
 
@@ -237,7 +217,7 @@ func printEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, cluster bool
 		if err != nil {
 			return err
 		}
-		if err := g.printer(cmd).print(result(withoutNil(answers))); err != nil {
+		if err := g.printer(cmd).Print(result(withoutNil(answers))); err != nil {
 			return err
 		}
 		if last != nil {
@@ -256,60 +236,4 @@ func withoutNil[T any](s []*T) []*T {
 		}
 	}
 	return out
-}
-
-type (
-	endpointHealthResult struct {
-		health []endpointHealth
-		stderr io.Writer // where the simple format reports unhealthy endpoints
-	}
-	endpointStatusResult struct{ statuses []*endpointStatus }
-	endpointHashKVResult struct{ hashes []*endpointHashKV }
-)
-
-// humanBytes writes a size in SI units, as "20 kB" or "2.1 GB".
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < 10 {
-		return fmt.Sprintf("%d B", n)
-	}
-	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
-	exp := 0
-	value := float64(n)
-	for value >= unit && exp < len(units)-1 {
-		value /= unit
-		exp++
-	}
-	value = float64(int64(value*10+0.5)) / 10
-	if value < 10 {
-		return fmt.Sprintf("%.1f %s", value, units[exp])
-	}
-	return fmt.Sprintf("%.0f %s", value, units[exp])
-}
-
-// statusRow is the row of one endpoint status in the simple and table formats.
-func statusRow(s *endpointStatus) []string {
-	st := s.Status
-	var notInUse string
-	if st.GetDbSize() > 0 {
-		notInUse = fmt.Sprintf("%d%%", 100-st.GetDbSizeInUse()*100/st.GetDbSize())
-	}
-	return []string{
-		s.Endpoint,
-		fmt.Sprintf("%x", st.GetHeader().GetMemberId()),
-		st.GetVersion(),
-		st.GetStorageVersion(),
-		humanBytes(st.GetDbSize()),
-		humanBytes(st.GetDbSizeInUse()),
-		notInUse,
-		humanBytes(st.GetDbSizeQuota()),
-		fmt.Sprint(st.GetLeader() == st.GetHeader().GetMemberId()),
-		fmt.Sprint(st.GetIsLearner()),
-		fmt.Sprint(st.GetRaftTerm()),
-		fmt.Sprint(st.GetRaftIndex()),
-		fmt.Sprint(st.GetRaftAppliedIndex()),
-		strings.Join(st.GetErrors(), ", "),
-		st.GetDowngradeInfo().GetTargetVersion(),
-		fmt.Sprint(st.GetDowngradeInfo().GetEnabled()),
-	}
 }

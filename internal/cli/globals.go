@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -84,17 +86,17 @@ func (g *globalOptions) commandContext(cmd *cobra.Command) (context.Context, con
 }
 
 // printer returns the printer for --write-out and --hex.
-func (g *globalOptions) printer(cmd *cobra.Command) *printer {
-	return &printer{w: cmd.OutOrStdout(), format: g.v.GetString("write-out"), hex: g.v.GetBool("hex")}
+func (g *globalOptions) printer(cmd *cobra.Command) *printer.Printer {
+	return printer.New(cmd.OutOrStdout(), g.v.GetString("write-out"), g.v.GetBool("hex"))
 }
 
 // validateOutputFormat fails on a --write-out value no command knows.
 func (g *globalOptions) validateOutputFormat() error {
 	switch g.v.GetString("write-out") {
-	case formatSimple, formatJSON, formatFields, formatTable, formatProtobuf:
+	case printer.FormatSimple, printer.FormatJSON, printer.FormatFields, printer.FormatTable, printer.FormatProtobuf:
 		return nil
 	}
-	return withCode(exitBadFeature, errors.New("unsupported output format"))
+	return cmderr.WithCode(cmderr.ExitBadFeature, errors.New("unsupported output format"))
 }
 
 // clientConfig builds the client configuration the global flags describe.
@@ -116,7 +118,7 @@ func (g *globalOptions) clientConfig(cmd *cobra.Command) (client.Config, error) 
 	}
 	tlsCfg, err := g.tlsConfig()
 	if err != nil {
-		return cfg, badArgs("%v", err)
+		return cfg, cmderr.BadArgs("%v", err)
 	}
 	cfg.TLS = tlsCfg
 	return cfg, nil
@@ -128,12 +130,12 @@ func (g *globalOptions) addCredentials(cmd *cobra.Command, cfg *client.Config) e
 	user, password := g.v.GetString("user"), g.v.GetString("password")
 	if user == "" {
 		if password != "" {
-			return badArgs("username is empty")
+			return cmderr.BadArgs("username is empty")
 		}
 		return nil
 	}
 	if cfg.Token != "" {
-		return badArgs("--user and --auth-jwt-token cannot be given together")
+		return cmderr.BadArgs("--user and --auth-jwt-token cannot be given together")
 	}
 	if password == "" {
 		name, pass, found := strings.Cut(user, ":")
@@ -142,7 +144,7 @@ func (g *globalOptions) addCredentials(cmd *cobra.Command, cfg *client.Config) e
 		} else {
 			var err error
 			if password, err = readPassword(cmd, "Password: "); err != nil {
-				return badArgs("%v", err)
+				return cmderr.BadArgs("%v", err)
 			}
 		}
 	}
@@ -172,7 +174,7 @@ func (g *globalOptions) newClient(cmd *cobra.Command) (*client.Client, error) {
 	}
 	c, err := client.New(cfg)
 	if err != nil {
-		return nil, withCode(exitBadConnection, err)
+		return nil, cmderr.WithCode(cmderr.ExitBadConnection, err)
 	}
 	return c, nil
 }
@@ -192,7 +194,7 @@ func (g *globalOptions) withClient(cmd *cobra.Command, f func(c *client.Client) 
 	var loginErr *client.AuthenticationError
 	if errors.As(err, &loginErr) {
 		// The client could not log in: a connection problem, for etcdctl.
-		return withCode(exitBadConnection, err)
+		return cmderr.WithCode(cmderr.ExitBadConnection, err)
 	}
 	return err
 }

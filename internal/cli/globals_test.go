@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 func TestEndpointsFromEnvironment(t *testing.T) {
@@ -44,7 +46,7 @@ func TestDurationAndFormatFromEnvironment(t *testing.T) {
 	if got := g.commandTimeout().String(); got != "9s" {
 		t.Fatalf("command timeout = %s, want 9s", got)
 	}
-	if err := g.validateOutputFormat(); exitCode(err) != exitBadFeature {
-		t.Fatalf("unknown format from the environment: error %v, want exit %d", err, exitBadFeature)
+	if err := g.validateOutputFormat(); cmderr.ExitCode(err) != cmderr.ExitBadFeature {
+		t.Fatalf("unknown format from the environment: error %v, want exit %d", err, cmderr.ExitBadFeature)
 	}
 }

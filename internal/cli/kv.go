@@ -10,6 +10,9 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -17,48 +20,6 @@ import (
 func addKVCommands(root *cobra.Command, g *globalOptions) {
 	addToGroup(root, kvGroup, newGetCommand(g), newPutCommand(g), newDelCommand(g), newTxnCommand(g),
 		newCompactionCommand(g), newWatchCommand(g))
-}
-
-// prefixEnd is the end of the range of keys that start with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte{}, prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return []byte{0} // every byte is 0xff: up to the end of the key space
-}
-
-// keyRange turns a key, an optional range end and the --prefix/--from-key
-// flags into the [key, rangeEnd) of a request. command names the command
-// in error messages.
-func keyRange(command string, args []string, prefix, fromKey bool) (key, rangeEnd []byte, err error) {
-	if len(args) == 0 || len(args) > 2 {
-		return nil, nil, badArgs("%s command needs one argument as key and an optional argument as range_end", command)
-	}
-	if prefix && fromKey {
-		return nil, nil, badArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
-	}
-	if (prefix || fromKey) && len(args) == 2 {
-		return nil, nil, badArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
-	}
-	key = []byte(args[0])
-	switch {
-	case len(args) == 2:
-		rangeEnd = []byte(args[1])
-	case prefix && len(key) == 0:
-		key, rangeEnd = []byte{0}, []byte{0}
-	case prefix:
-		rangeEnd = prefixEnd(key)
-	case fromKey:
-		if len(key) == 0 {
-			key = []byte{0}
-		}
-		rangeEnd = []byte{0}
-	}
-	return key, rangeEnd, nil
 }
 
 // getOptions are the flags of get.
@@ -107,7 +68,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&getResult{resp: resp, valueOnly: o.printValueOnly})
+				return g.printer(cmd).Print(&printer.GetResult{Resp: resp, ValueOnly: o.printValueOnly})
 			})
 		},
 	}
@@ -146,23 +107,23 @@ var (
 
 // checkFormat fails on flags that the output format cannot show.
 func (o *getOptions) checkFormat(format string) error {
-	if o.countOnly && format != formatFields {
-		return badArgs("--count-only is only for `--write-out=fields`")
+	if o.countOnly && format != printer.FormatFields {
+		return cmderr.BadArgs("--count-only is only for `--write-out=fields`")
 	}
-	if o.printValueOnly && format != formatSimple {
-		return badArgs("print-value-only is only for `--write-out=simple`")
+	if o.printValueOnly && format != printer.FormatSimple {
+		return cmderr.BadArgs("print-value-only is only for `--write-out=simple`")
 	}
 	return nil
 }
 
 // request checks the arguments and flags of get and builds its request.
 func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
-	key, rangeEnd, err := keyRange("get", args, o.prefix, o.fromKey)
+	key, rangeEnd, err := keyrange.Parse("get", args, o.prefix, o.fromKey)
 	if err != nil {
 		return nil, err
 	}
 	if o.keysOnly && o.countOnly {
-		return nil, badArgs("`--keys-only` and `--count-only` cannot be set at the same time, choose one")
+		return nil, cmderr.BadArgs("`--keys-only` and `--count-only` cannot be set at the same time, choose one")
 	}
 	req := &pb.RangeRequest{
 		Key: key, RangeEnd: rangeEnd, Revision: o.rev, Limit: o.limit,
@@ -175,15 +136,15 @@ func (o *getOptions) request(args []string) (*pb.RangeRequest, error) {
 	case "s":
 		req.Serializable = true
 	default:
-		return nil, withCode(exitBadFeature, fmt.Errorf("unknown consistency flag %q", o.consistency))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown consistency flag %q", o.consistency))
 	}
 	order, ok := sortOrders[strings.ToUpper(o.order)]
 	if !ok {
-		return nil, withCode(exitBadFeature, fmt.Errorf("bad sort order %v", o.order))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("bad sort order %v", o.order))
 	}
 	target, ok := sortTargets[strings.ToUpper(o.sortBy)]
 	if !ok {
-		return nil, withCode(exitBadFeature, fmt.Errorf("bad sort target %v", o.sortBy))
+		return nil, cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("bad sort target %v", o.sortBy))
 	}
 	if o.sortBy != "" && order == pb.RangeRequest_NONE {
 		order = pb.RangeRequest_ASCEND
@@ -199,12 +160,6 @@ func (o *getOptions) requestOp(args []string) (*pb.RequestOp, error) {
 		return nil, err
 	}
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: req}}, nil
-}
-
-// getResult is the outcome of get.
-type getResult struct {
-	resp      *pb.RangeResponse
-	valueOnly bool
 }
 
 // putOptions are the flags of put.
@@ -249,7 +204,7 @@ will store the content of the file to <key>.`,
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&putResult{resp: resp})
+				return g.printer(cmd).Print(&printer.PutResult{Resp: resp})
 			})
 		},
 	}
@@ -269,10 +224,10 @@ func (o *putOptions) addFlags(f *pflag.FlagSet) {
 // value from stdin when it is not an argument.
 func (o *putOptions) request(args []string, stdin io.Reader) (*pb.PutRequest, error) {
 	if len(args) == 0 {
-		return nil, badArgs("put command needs 1 argument and input from stdin or 2 arguments")
+		return nil, cmderr.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
 	}
 	if o.ignoreValue && len(args) > 1 {
-		return nil, badArgs("put command needs only 1 argument when 'ignore-value' is set")
+		return nil, cmderr.BadArgs("put command needs only 1 argument when 'ignore-value' is set")
 	}
 	var value []byte
 	switch {
@@ -281,7 +236,7 @@ func (o *putOptions) request(args []string, stdin io.Reader) (*pb.PutRequest, er
 	case !o.ignoreValue:
 		data, err := io.ReadAll(stdin)
 		if err != nil || len(data) == 0 {
-			return nil, badArgs("put command needs 1 argument and input from stdin or 2 arguments")
+			return nil, cmderr.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
 		}
 		value = data
 	}
@@ -307,12 +262,10 @@ func (o *putOptions) requestOp(args []string) (*pb.RequestOp, error) {
 func parseLeaseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 16, 64)
 	if err != nil {
-		return 0, badArgs("bad lease ID (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad lease ID (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
-
-type putResult struct{ resp *pb.PutResponse }
 
 // delOptions are the flags of del.
 type delOptions struct {
@@ -341,7 +294,7 @@ func newDelCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&delResult{resp: resp})
+				return g.printer(cmd).Print(&printer.DelResult{Resp: resp})
 			})
 		},
 	}
@@ -359,7 +312,7 @@ func (o *delOptions) addFlags(f *pflag.FlagSet) {
 
 // request checks the arguments of del and builds its request.
 func (o *delOptions) request(args []string) (*pb.DeleteRangeRequest, error) {
-	key, rangeEnd, err := keyRange("del", args, o.prefix, o.fromKey)
+	key, rangeEnd, err := keyrange.Parse("del", args, o.prefix, o.fromKey)
 	if err != nil {
 		return nil, err
 	}
@@ -375,8 +328,6 @@ func (o *delOptions) requestOp(args []string) (*pb.RequestOp, error) {
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: req}}, nil
 }
 
-type delResult struct{ resp *pb.DeleteRangeResponse }
-
 func newCompactionCommand(g *globalOptions) *cobra.Command {
 	var physical bool
 	cmd := &cobra.Command{
@@ -386,7 +337,7 @@ func newCompactionCommand(g *globalOptions) *cobra.Command {
   cairn compaction --physical 1234`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("compaction command needs 1 argument")
+				return cmderr.BadArgs("compaction command needs 1 argument")
 			}
 			rev, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {

@@ -1,51 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 )
-
-func TestPrefixEnd(t *testing.T) {
-	tests := []struct{ prefix, want string }{
-		{"a", "b"},
-		{"/jobs/", "/jobs0"},
-		{"a\xff", "b"},
-		{"\xff\xff", "\x00"},
-	}
-	for _, tt := range tests {
-		if got := prefixEnd([]byte(tt.prefix)); !bytes.Equal(got, []byte(tt.want)) {
-			t.Errorf("prefixEnd(%q) = %q, want %q", tt.prefix, got, tt.want)
-		}
-	}
-}
-
-func TestKeyRange(t *testing.T) {
-	tests := []struct {
-		args            []string
-		prefix, fromKey bool
-		key, end        string
-	}{
-		{[]string{"a"}, false, false, "a", ""},
-		{[]string{"a", "c"}, false, false, "a", "c"},
-		{[]string{"a"}, true, false, "a", "b"},
-		{[]string{""}, true, false, "\x00", "\x00"},
-		{[]string{"a"}, false, true, "a", "\x00"},
-		{[]string{""}, false, true, "\x00", "\x00"},
-	}
-	for _, tt := range tests {
-		key, end, err := keyRange("get", tt.args, tt.prefix, tt.fromKey)
-		if err != nil || string(key) != tt.key || string(end) != tt.end {
-			t.Errorf("keyRange(%q, prefix %v, from-key %v) = %q, %q, %v; want %q, %q",
-				tt.args, tt.prefix, tt.fromKey, key, end, err, tt.key, tt.end)
-		}
-	}
-	for _, bad := range [][]string{nil, {"a", "b", "c"}} {
-		if _, _, err := keyRange("get", bad, false, false); exitCode(err) != exitBadArgs {
-			t.Errorf("keyRange(%q): error %v, want a bad-arguments error", bad, err)
-		}
-	}
-}
 
 func TestGetFlagsChecked(t *testing.T) {
 	tests := []struct {
@@ -54,19 +15,19 @@ func TestGetFlagsChecked(t *testing.T) {
 		want   string
 		code   int
 	}{
-		{getOptions{countOnly: true}, formatSimple, "--count-only is only for `--write-out=fields`", exitBadArgs},
-		{getOptions{printValueOnly: true}, formatJSON, "print-value-only is only for `--write-out=simple`", exitBadArgs},
-		{getOptions{consistency: "x"}, formatSimple, `unknown consistency flag "x"`, exitBadFeature},
-		{getOptions{consistency: "l", sortBy: "SIZE"}, formatSimple, "bad sort target SIZE", exitBadFeature},
-		{getOptions{consistency: "l", order: "UP"}, formatSimple, "bad sort order UP", exitBadFeature},
+		{getOptions{countOnly: true}, printer.FormatSimple, "--count-only is only for `--write-out=fields`", cmderr.ExitBadArgs},
+		{getOptions{printValueOnly: true}, printer.FormatJSON, "print-value-only is only for `--write-out=simple`", cmderr.ExitBadArgs},
+		{getOptions{consistency: "x"}, printer.FormatSimple, `unknown consistency flag "x"`, cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", sortBy: "SIZE"}, printer.FormatSimple, "bad sort target SIZE", cmderr.ExitBadFeature},
+		{getOptions{consistency: "l", order: "UP"}, printer.FormatSimple, "bad sort order UP", cmderr.ExitBadFeature},
 	}
 	for _, tt := range tests {
 		err := tt.opts.checkFormat(tt.format)
 		if err == nil {
 			_, err = tt.opts.request([]string{"k"})
 		}
-		if err == nil || err.Error() != tt.want || exitCode(err) != tt.code {
-			t.Errorf("%+v -w %s: error %v (exit %d), want %q (exit %d)", tt.opts, tt.format, err, exitCode(err), tt.want, tt.code)
+		if err == nil || err.Error() != tt.want || cmderr.ExitCode(err) != tt.code {
+			t.Errorf("%+v -w %s: error %v (exit %d), want %q (exit %d)", tt.opts, tt.format, err, cmderr.ExitCode(err), tt.want, tt.code)
 		}
 	}
 }
@@ -77,7 +38,7 @@ func TestPutReadsValueFromStdin(t *testing.T) {
 	if err != nil || string(req.Value) != "line\n" {
 		t.Fatalf("put k < 'line\\n' = %v, %v; want value %q", req, err, "line\n")
 	}
-	if _, err := o.request([]string{"k"}, strings.NewReader("")); exitCode(err) != exitBadArgs {
+	if _, err := o.request([]string{"k"}, strings.NewReader("")); cmderr.ExitCode(err) != cmderr.ExitBadArgs {
 		t.Fatalf("put k < /dev/null: error %v, want a bad-arguments error", err)
 	}
 	o.lease = "1f"

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -28,11 +30,11 @@ func addLeaseCommands(root *cobra.Command, g *globalOptions) {
 // leaseArg parses the lease ID argument of a lease subcommand.
 func leaseArg(args []string, missing string) (int64, error) {
 	if len(args) != 1 {
-		return 0, badArgs("%s", missing)
+		return 0, cmderr.BadArgs("%s", missing)
 	}
 	id, err := strconv.ParseInt(args[0], 16, 64)
 	if err != nil {
-		return 0, badArgs("bad lease ID arg (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad lease ID arg (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
@@ -44,11 +46,11 @@ func newLeaseGrantCommand(g *globalOptions) *cobra.Command {
 		Example: "  cairn lease grant 60\n  cairn put --lease=$(cairn lease grant 60 | cut -d' ' -f2) job running",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("lease grant command needs TTL argument")
+				return cmderr.BadArgs("lease grant command needs TTL argument")
 			}
 			ttl, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
-				return badArgs("bad TTL (%v)", err)
+				return cmderr.BadArgs("bad TTL (%v)", err)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -57,7 +59,7 @@ func newLeaseGrantCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("failed to grant lease (%w)", err)
 				}
-				return g.printer(cmd).print(&leaseGrantResult{resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseGrantResult{Resp: resp})
 			})
 		},
 	}
@@ -80,7 +82,7 @@ func newLeaseRevokeCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("failed to revoke lease (%w)", err)
 				}
-				return g.printer(cmd).print(&leaseRevokeResult{id: id, resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseRevokeResult{ID: id, Resp: resp})
 			})
 		},
 	}
@@ -102,9 +104,9 @@ func newLeaseTimeToLiveCommand(g *globalOptions) *cobra.Command {
 				defer cancel()
 				resp, err := c.Lease.LeaseTimeToLive(ctx, &pb.LeaseTimeToLiveRequest{ID: id, Keys: keys})
 				if err != nil {
-					return withCode(exitBadConnection, err)
+					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
-				return g.printer(cmd).print(&leaseTimeToLiveResult{resp: resp, keys: keys})
+				return g.printer(cmd).Print(&printer.LeaseTimeToLiveResult{Resp: resp, Keys: keys})
 			})
 		},
 	}
@@ -124,9 +126,9 @@ func newLeaseListCommand(g *globalOptions) *cobra.Command {
 				defer cancel()
 				resp, err := c.Lease.LeaseLeases(ctx, &pb.LeaseLeasesRequest{})
 				if err != nil {
-					return withCode(exitBadConnection, err)
+					return cmderr.WithCode(cmderr.ExitBadConnection, err)
 				}
-				return g.printer(cmd).print(&leaseListResult{resp: resp})
+				return g.printer(cmd).Print(&printer.LeaseListResult{Resp: resp})
 			})
 		},
 	}
@@ -151,9 +153,9 @@ func newLeaseKeepAliveCommand(g *globalOptions) *cobra.Command {
 					defer cancel()
 					resp, err := c.KeepAliveOnce(ctx, id)
 					if err != nil {
-						return withCode(exitBadConnection, err)
+						return cmderr.WithCode(cmderr.ExitBadConnection, err)
 					}
-					return p.print(&leaseKeepAliveResult{resp: resp})
+					return p.Print(&printer.LeaseKeepAliveResult{Resp: resp})
 				}
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
@@ -167,28 +169,14 @@ func newLeaseKeepAliveCommand(g *globalOptions) *cobra.Command {
 
 // keepAlive renews the lease until ctx is done, printing each renewal, and
 // says so if the lease goes away.
-func keepAlive(ctx context.Context, c *client.Client, id int64, p *printer) error {
+func keepAlive(ctx context.Context, c *client.Client, id int64, p *printer.Printer) error {
 	for resp := range c.KeepAlive(ctx, id) {
-		if err := p.print(&leaseKeepAliveResult{resp: resp}); err != nil {
+		if err := p.Print(&printer.LeaseKeepAliveResult{Resp: resp}); err != nil {
 			return err
 		}
 	}
 	if ctx.Err() == nil {
-		fmt.Fprintf(p.w, "lease %016x expired or revoked.\n", id)
+		fmt.Fprintf(p.Writer(), "lease %016x expired or revoked.\n", id)
 	}
 	return nil
 }
-
-type (
-	leaseGrantResult      struct{ resp *pb.LeaseGrantResponse }
-	leaseKeepAliveResult  struct{ resp *pb.LeaseKeepAliveResponse }
-	leaseListResult       struct{ resp *pb.LeaseLeasesResponse }
-	leaseTimeToLiveResult struct {
-		resp *pb.LeaseTimeToLiveResponse
-		keys bool // --keys: the attached keys were asked for
-	}
-	leaseRevokeResult struct {
-		id   int64
-		resp *pb.LeaseRevokeResponse
-	}
-)

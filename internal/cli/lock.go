@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -42,7 +44,7 @@ protocol is etcd's, so cairn and etcdctl can contend for the same lock.`,
   cairn lock --ttl 30 deploy ./deploy.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return badArgs("lock takes a lock name argument and an optional command to execute")
+				return cmderr.BadArgs("lock takes a lock name argument and an optional command to execute")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				return runLock(cmd, g, c, args[0], args[1:], ttl)
@@ -79,7 +81,7 @@ func runLock(cmd *cobra.Command, g *globalOptions, c *client.Client, name string
 		unlockErr := m.Unlock(unlockCtx)
 		var exitErr *exec.ExitError
 		if errors.As(runErr, &exitErr) && exitErr.ExitCode() > 0 {
-			return withCode(exitErr.ExitCode(), runErr) // the command's exit code, as etcdctl
+			return cmderr.WithCode(exitErr.ExitCode(), runErr) // the command's exit code, as etcdctl
 		}
 		if runErr != nil {
 			return runErr
@@ -96,7 +98,7 @@ func runLock(cmd *cobra.Command, g *globalOptions, c *client.Client, name string
 	if len(resp.GetKvs()) == 0 {
 		return errors.New("lock lost on init")
 	}
-	if err := g.printer(cmd).print(&getResult{resp: resp}); err != nil {
+	if err := g.printer(cmd).Print(&printer.GetResult{Resp: resp}); err != nil {
 		return err
 	}
 	select {

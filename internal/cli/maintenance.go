@@ -16,6 +16,9 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/term"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -54,7 +57,7 @@ func newAlarmListCommand(g *globalOptions) *cobra.Command {
   cairn alarm list -w table --endpoints=$ALL_MEMBERS`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return badArgs("alarm list command accepts no arguments")
+				return cmderr.BadArgs("alarm list command accepts no arguments")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -63,7 +66,7 @@ func newAlarmListCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&alarmResult{resp: resp})
+				return g.printer(cmd).Print(&printer.AlarmResult{Resp: resp})
 			})
 		},
 	}
@@ -76,7 +79,7 @@ func newAlarmDisarmCommand(g *globalOptions) *cobra.Command {
 		Example: "  cairn alarm disarm   # after freeing space (compaction, defrag) to clear NOSPACE",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return badArgs("alarm disarm command accepts no arguments")
+				return cmderr.BadArgs("alarm disarm command accepts no arguments")
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -85,7 +88,7 @@ func newAlarmDisarmCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&alarmResult{resp: resp})
+				return g.printer(cmd).Print(&printer.AlarmResult{Resp: resp})
 			})
 		},
 	}
@@ -129,7 +132,7 @@ func newDefragCommand(g *globalOptions) *cobra.Command {
 					}
 				}
 				if failed {
-					return errSilent
+					return cmderr.ErrSilent
 				}
 				return nil
 			})
@@ -170,17 +173,17 @@ func newSnapshotSaveCommand(g *globalOptions) *cobra.Command {
   cairn --endpoints=https://127.0.0.1:2379 --cacert=/etc/etcd/ca.crt --cert=/etc/etcd/etcd.crt --key=/etc/etcd/etcd.key snapshot save /backup/etcd-snapshot.db`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("snapshot save expects one argument <filename>")
+				return cmderr.BadArgs("snapshot save expects one argument <filename>")
 			}
 			if eps := g.endpoints(); len(eps) != 1 {
-				return badArgs("snapshot must be requested to one selected node, not multiple %v", eps)
+				return cmderr.BadArgs("snapshot must be requested to one selected node, not multiple %v", eps)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				// The transfer of a large database may take long: the dial
 				// timeout bounds connecting, nothing bounds the download.
 				version, err := saveSnapshot(cmd.Context(), c, args[0], cmd.ErrOrStderr())
 				if err != nil {
-					return withCode(exitInterrupted, err)
+					return cmderr.WithCode(cmderr.ExitInterrupted, err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Snapshot saved at %s\n", args[0])
 				if version != "" {
@@ -273,7 +276,7 @@ func (t *trailerHasher) valid() bool {
 // arrived, at most twice a second, and ends the line when given -1. It
 // shows nothing unless w is a terminal.
 func newProgressReporter(w io.Writer) func(size int64) {
-	if !isTerminal(w) {
+	if !term.IsTerminal(w) {
 		return func(int64) {}
 	}
 	var last time.Time
@@ -289,7 +292,7 @@ func newProgressReporter(w io.Writer) func(size int64) {
 			return
 		}
 		last, shown = time.Now(), true
-		fmt.Fprintf(w, "\rreceived %s", humanBytes(size))
+		fmt.Fprintf(w, "\rreceived %s", printer.HumanBytes(size))
 	}
 }
 
@@ -300,11 +303,11 @@ func newMoveLeaderCommand(g *globalOptions) *cobra.Command {
 		Example: "  cairn move-leader 8e9e05c52164694d --endpoints=$ALL_MEMBERS",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("move-leader command needs 1 argument")
+				return cmderr.BadArgs("move-leader command needs 1 argument")
 			}
 			target, err := strconv.ParseUint(args[0], 16, 64)
 			if err != nil {
-				return badArgs("%v", err)
+				return cmderr.BadArgs("%v", err)
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -317,7 +320,7 @@ func newMoveLeaderCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&moveLeaderResult{from: leader, to: target, resp: resp})
+				return g.printer(cmd).Print(&printer.MoveLeaderResult{From: leader, To: target, Resp: resp})
 			})
 		},
 	}
@@ -339,13 +342,5 @@ func findLeader(ctx context.Context, c *client.Client) (uint64, grpc.ClientConnI
 			return id, conn, nil
 		}
 	}
-	return 0, nil, badArgs("no leader endpoint given at %v", c.Endpoints())
+	return 0, nil, cmderr.BadArgs("no leader endpoint given at %v", c.Endpoints())
 }
-
-type (
-	alarmResult      struct{ resp *pb.AlarmResponse }
-	moveLeaderResult struct {
-		from, to uint64
-		resp     *pb.MoveLeaderResponse
-	}
-)

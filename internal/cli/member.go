@@ -8,8 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -27,11 +28,11 @@ func addMemberCommands(root *cobra.Command, g *globalOptions) {
 // memberIDArg parses the member ID argument, in hexadecimal.
 func memberIDArg(args []string) (uint64, error) {
 	if len(args) != 1 {
-		return 0, badArgs("member ID is not provided")
+		return 0, cmderr.BadArgs("member ID is not provided")
 	}
 	id, err := strconv.ParseUint(args[0], 16, 64)
 	if err != nil {
-		return 0, badArgs("bad member ID arg (%v), expecting ID in Hex", err)
+		return 0, cmderr.BadArgs("bad member ID arg (%v), expecting ID in Hex", err)
 	}
 	return id, nil
 }
@@ -40,7 +41,7 @@ func memberIDArg(args []string) (uint64, error) {
 // update, which must not be empty.
 func peerURLsFlag(s string) ([]string, error) {
 	if s == "" {
-		return nil, badArgs("member peer urls not provided")
+		return nil, cmderr.BadArgs("member peer urls not provided")
 	}
 	return strings.Split(s, ","), nil
 }
@@ -55,7 +56,7 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
   cairn member add m4 --peer-urls=http://10.0.0.4:2380 --learner`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
-				return badArgs("member name not provided")
+				return cmderr.BadArgs("member name not provided")
 			}
 			if len(args) > 1 {
 				msg := "too many arguments"
@@ -64,7 +65,7 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
 						msg += ", did you mean --peer-urls=" + arg
 					}
 				}
-				return badArgs("%s", msg)
+				return cmderr.BadArgs("%s", msg)
 			}
 			urls, err := peerURLsFlag(peerURLs)
 			if err != nil {
@@ -77,7 +78,7 @@ func newMemberAddCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&memberAddResult{resp: resp, name: args[0]})
+				return g.printer(cmd).Print(&printer.MemberAddResult{Resp: resp, Name: args[0]})
 			})
 		},
 	}
@@ -91,7 +92,7 @@ func newMemberRemoveCommand(g *globalOptions) *cobra.Command {
 		Use:     "remove <memberID>",
 		Short:   "Removes a member from the cluster",
 		Example: "  cairn member remove 8e9e05c52164694d",
-		RunE: runMemberIDCommand(g, "removed from", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error) {
+		RunE: runMemberIDCommand(g, "removed from", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (printer.MemberChangeResponse, error) {
 			return cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
 		}),
 	}
@@ -112,7 +113,7 @@ func newMemberUpdateCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return changeMember(cmd, g, id, "updated in", func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error) {
+			return changeMember(cmd, g, id, "updated in", func(ctx context.Context, cluster pb.ClusterClient) (printer.MemberChangeResponse, error) {
 				return cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: urls})
 			})
 		},
@@ -126,7 +127,7 @@ func newMemberPromoteCommand(g *globalOptions) *cobra.Command {
 		Use:     "promote <memberID>",
 		Short:   "Promotes a non-voting learner member to a voting one in the cluster.",
 		Example: "  cairn member promote 8e9e05c52164694d",
-		RunE: runMemberIDCommand(g, "promoted in", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error) {
+		RunE: runMemberIDCommand(g, "promoted in", func(ctx context.Context, cluster pb.ClusterClient, id uint64) (printer.MemberChangeResponse, error) {
 			return cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
 		}),
 	}
@@ -135,13 +136,13 @@ func newMemberPromoteCommand(g *globalOptions) *cobra.Command {
 // runMemberIDCommand is the RunE of a member command whose one argument is
 // the member ID (remove, promote): see changeMember.
 func runMemberIDCommand(g *globalOptions, verb string,
-	send func(ctx context.Context, cluster pb.ClusterClient, id uint64) (memberChangeResponse, error)) func(*cobra.Command, []string) error {
+	send func(ctx context.Context, cluster pb.ClusterClient, id uint64) (printer.MemberChangeResponse, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		id, err := memberIDArg(args)
 		if err != nil {
 			return err
 		}
-		return changeMember(cmd, g, id, verb, func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error) {
+		return changeMember(cmd, g, id, verb, func(ctx context.Context, cluster pb.ClusterClient) (printer.MemberChangeResponse, error) {
 			return send(ctx, cluster, id)
 		})
 	}
@@ -151,7 +152,7 @@ func runMemberIDCommand(g *globalOptions, verb string,
 // member id, once its arguments are checked, and prints the outcome:
 // "Member <id> <verb> cluster <cluster ID>", or the members after it.
 func changeMember(cmd *cobra.Command, g *globalOptions, id uint64, verb string,
-	send func(ctx context.Context, cluster pb.ClusterClient) (memberChangeResponse, error)) error {
+	send func(ctx context.Context, cluster pb.ClusterClient) (printer.MemberChangeResponse, error)) error {
 	return g.withClient(cmd, func(c *client.Client) error {
 		ctx, cancel := g.commandContext(cmd)
 		defer cancel()
@@ -159,7 +160,7 @@ func changeMember(cmd *cobra.Command, g *globalOptions, id uint64, verb string,
 		if err != nil {
 			return err
 		}
-		return g.printer(cmd).print(&memberChangeResult{id: id, verb: verb, resp: resp})
+		return g.printer(cmd).Print(&printer.MemberChangeResult{ID: id, Verb: verb, Resp: resp})
 	})
 }
 
@@ -178,7 +179,7 @@ The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learne
 				req.Linearizable = true
 			case "s":
 			default:
-				return withCode(exitBadFeature, fmt.Errorf("unknown consistency flag %q", consistency))
+				return cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("unknown consistency flag %q", consistency))
 			}
 			return g.withClient(cmd, func(c *client.Client) error {
 				ctx, cancel := g.commandContext(cmd)
@@ -187,31 +188,10 @@ The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learne
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&memberListResult{resp: resp})
+				return g.printer(cmd).Print(&printer.MemberListResult{Resp: resp})
 			})
 		},
 	}
 	cmd.Flags().StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
 	return cmd
 }
-
-type (
-	memberAddResult struct {
-		resp *pb.MemberAddResponse
-		name string // the name the new member is to start with
-	}
-	// memberChangeResult is the outcome of member remove, update or promote.
-	memberChangeResult struct {
-		id   uint64
-		verb string // "removed from", "updated in", "promoted in"
-		resp memberChangeResponse
-	}
-	// memberChangeResponse is the response of member remove, update or
-	// promote: the members after the change.
-	memberChangeResponse interface {
-		proto.Message
-		GetHeader() *pb.ResponseHeader
-		GetMembers() []*pb.Member
-	}
-	memberListResult struct{ resp *pb.MemberListResponse }
-)

@@ -16,6 +16,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -65,13 +67,13 @@ printed every 30 seconds.
   cairn make-mirror --prefix /app/ --rev 1234 --dest-user root:secret 10.0.1.1:2379`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return badArgs("make-mirror takes one destination argument")
+				return cmderr.BadArgs("make-mirror takes one destination argument")
 			}
 			if o.destPrefix != "" && o.noDestPrefix {
-				return badArgs("`--dest-prefix` and `--no-dest-prefix` cannot be set at the same time, choose one")
+				return cmderr.BadArgs("`--dest-prefix` and `--no-dest-prefix` cannot be set at the same time, choose one")
 			}
 			if o.maxTxnOps == 0 {
-				return badArgs("--max-txn-ops must be at least 1")
+				return cmderr.BadArgs("--max-txn-ops must be at least 1")
 			}
 			dst, err := o.destination(cmd, g, args[0])
 			if err != nil {
@@ -120,7 +122,7 @@ func (o *mirrorOptions) destination(cmd *cobra.Command, g *globalOptions, endpoi
 			user, password = name, pass
 		} else if password == "" {
 			if password, err = readPassword(cmd, "Password: "); err != nil {
-				return nil, badArgs("%v", err)
+				return nil, cmderr.BadArgs("%v", err)
 			}
 		}
 		cfg.Username, cfg.Password = user, password
@@ -129,12 +131,12 @@ func (o *mirrorOptions) destination(cmd *cobra.Command, g *globalOptions, endpoi
 	cfg.TLS = nil
 	if !files.Empty() || !o.destInsecureTransport {
 		if cfg.TLS, err = files.Config(); err != nil {
-			return nil, badArgs("%v", err)
+			return nil, cmderr.BadArgs("%v", err)
 		}
 	}
 	dst, err := client.New(cfg)
 	if err != nil {
-		return nil, withCode(exitBadConnection, err)
+		return nil, cmderr.WithCode(cmderr.ExitBadConnection, err)
 	}
 	return dst, nil
 }
@@ -210,7 +212,7 @@ func (m *mirror) printProgress(ctx context.Context) {
 
 // sourceRange is the key range of --prefix.
 func (m *mirror) sourceRange() (key, end []byte) {
-	key, end, _ = keyRange("make-mirror", []string{m.o.prefix}, true, false)
+	key, end, _ = keyrange.Parse("make-mirror", []string{m.o.prefix}, true, false)
 	return key, end
 }
 

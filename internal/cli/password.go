@@ -61,13 +61,3 @@ func disableEcho(fd int) (func(), error) {
 	}
 	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
 }
-
-// isTerminal says whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}

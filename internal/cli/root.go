@@ -1,4 +1,14 @@
-// Package cli builds cairn's command tree: one file per command group.
+// Package cli builds cairn's command tree: the root command, the global
+// flags, the client command groups (kv, watch, lease, member, endpoint,
+// auth, maintenance, ...) and serve, one file per group. It puts in the
+// tree the offline kit of internal/forensics and the load commands of
+// internal/bench, and prints through internal/cli/printer; its
+// subpackages cmderr, keyrange, term and docs are shared by those.
+//
+// It is the one package that may import both sides: the client
+// (internal/client) for its commands, and the server (internal/server,
+// internal/api) for serve. Nothing imports it but cmd/cairn and
+// internal/gendocs.
 package cli
 
 import (
@@ -6,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/version"
 )
 
@@ -54,7 +65,7 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		return reportError(stderr, err)
+		return cmderr.Report(stderr, err)
 	}
 	return 0
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -49,7 +51,7 @@ with its flags, such as: put key1 "overwrote-key1" --prev-kv`,
   printf 'value("k") = "v"\n\nput k w\n\nget k\n\n' | cairn txn`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return badArgs("txn command does not accept argument")
+				return cmderr.BadArgs("txn command does not accept argument")
 			}
 			var prompts io.Writer = io.Discard
 			if interactive {
@@ -66,7 +68,7 @@ with its flags, such as: put key1 "overwrote-key1" --prev-kv`,
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).print(&txnResult{resp: resp})
+				return g.printer(cmd).Print(&printer.TxnResult{Resp: resp})
 			})
 		},
 	}
@@ -113,7 +115,7 @@ func readSection(in *bufio.Reader, f func(line string) error) error {
 	for {
 		line, err := in.ReadString('\n')
 		if err != nil {
-			return invalidInput(err)
+			return cmderr.InvalidInput(err)
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {
@@ -185,18 +187,18 @@ func splitCompare(line string) (compareParts, bool) {
 func parseCompare(line string) (*pb.Compare, error) {
 	parts, ok := splitCompare(line)
 	if !ok {
-		return nil, invalidInput(fmt.Errorf("malformed comparison: %s; got %v", line, parts))
+		return nil, cmderr.InvalidInput(fmt.Errorf("malformed comparison: %s; got %v", line, parts))
 	}
 	target, ok := compareTargets[parts.target]
 	if !ok {
-		return nil, invalidInput(fmt.Errorf("malformed comparison: %s (unknown target %s)", line, parts.target))
+		return nil, cmderr.InvalidInput(fmt.Errorf("malformed comparison: %s (unknown target %s)", line, parts.target))
 	}
 	result, ok := compareResults[parts.op]
 	if !ok {
-		return nil, invalidInput(fmt.Errorf("malformed comparison: %s (unknown operator %s)", line, parts.op))
+		return nil, cmderr.InvalidInput(fmt.Errorf("malformed comparison: %s (unknown operator %s)", line, parts.op))
 	}
 	cmp := &pb.Compare{Key: []byte(parts.key), Target: target, Result: result}
-	invalid := invalidInput(fmt.Errorf("invalid txn compare request: %s", line))
+	invalid := cmderr.InvalidInput(fmt.Errorf("invalid txn compare request: %s", line))
 	switch target {
 	case pb.Compare_VALUE:
 		cmp.TargetUnion = &pb.Compare_Value{Value: []byte(parts.value)}
@@ -235,9 +237,9 @@ type txnRequestOptions interface {
 func parseRequestOp(line string) (*pb.RequestOp, error) {
 	args := splitArgs(line)
 	if len(args) < 2 {
-		return nil, invalidInput(fmt.Errorf("invalid txn compare request: %s", line))
+		return nil, cmderr.InvalidInput(fmt.Errorf("invalid txn compare request: %s", line))
 	}
-	invalid := invalidInput(fmt.Errorf("invalid txn request: %s", line))
+	invalid := cmderr.InvalidInput(fmt.Errorf("invalid txn request: %s", line))
 	var o txnRequestOptions
 	switch args[0] {
 	case "get":
@@ -292,23 +294,4 @@ func nextArg(s string) (arg, rest string) {
 		return s[:end], s[end:]
 	}
 	return s, ""
-}
-
-// txnResult is the outcome of txn.
-type txnResult struct{ resp *pb.TxnResponse }
-
-// opResult wraps one response of a transaction as the result of the
-// command that would have made it alone, to print it the same way.
-func opResult(op *pb.ResponseOp) any {
-	switch r := op.GetResponse().(type) {
-	case *pb.ResponseOp_ResponseRange:
-		return &getResult{resp: r.ResponseRange}
-	case *pb.ResponseOp_ResponsePut:
-		return &putResult{resp: r.ResponsePut}
-	case *pb.ResponseOp_ResponseDeleteRange:
-		return &delResult{resp: r.ResponseDeleteRange}
-	case *pb.ResponseOp_ResponseTxn:
-		return &txnResult{resp: r.ResponseTxn}
-	}
-	return nil
 }

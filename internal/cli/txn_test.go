@@ -7,6 +7,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
 )
 
 func TestParseCompare(t *testing.T) {
@@ -43,8 +45,8 @@ func TestParseCompareErrorsSayWhatWasRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := parseCompare(tt.line)
-		if err == nil || err.Error() != tt.want || exitCode(err) != exitInvalidInput {
-			t.Errorf("parseCompare(%q): error %v (exit %d), want %q (exit %d)", tt.line, err, exitCode(err), tt.want, exitInvalidInput)
+		if err == nil || err.Error() != tt.want || cmderr.ExitCode(err) != cmderr.ExitInvalidInput {
+			t.Errorf("parseCompare(%q): error %v (exit %d), want %q (exit %d)", tt.line, err, cmderr.ExitCode(err), tt.want, cmderr.ExitInvalidInput)
 		}
 	}
 }
@@ -89,8 +91,8 @@ func TestReadTxn(t *testing.T) {
 	}
 
 	_, err = readTxn(bufio.NewReader(strings.NewReader("value(\"k\") = \"v\"\n")), &prompts)
-	if err == nil || err.Error() != "EOF" || exitCode(err) != exitInvalidInput {
-		t.Errorf("unterminated txn: error %v, want EOF with exit %d", err, exitInvalidInput)
+	if err == nil || err.Error() != "EOF" || cmderr.ExitCode(err) != cmderr.ExitInvalidInput {
+		t.Errorf("unterminated txn: error %v, want EOF with exit %d", err, cmderr.ExitInvalidInput)
 	}
 }
 
@@ -100,15 +102,15 @@ func TestParseRequestOpErrors(t *testing.T) {
 		want string
 		code int
 	}{
-		{"bogus k", "invalid txn request: bogus k", exitInvalidInput},
-		{"get", "invalid txn compare request: get", exitInvalidInput},
-		{"get k --bogus", "invalid txn request: get k --bogus", exitInvalidInput},
-		{"put k", "put command needs 1 argument and input from stdin or 2 arguments", exitBadArgs},
+		{"bogus k", "invalid txn request: bogus k", cmderr.ExitInvalidInput},
+		{"get", "invalid txn compare request: get", cmderr.ExitInvalidInput},
+		{"get k --bogus", "invalid txn request: get k --bogus", cmderr.ExitInvalidInput},
+		{"put k", "put command needs 1 argument and input from stdin or 2 arguments", cmderr.ExitBadArgs},
 	}
 	for _, tt := range tests {
 		_, err := parseRequestOp(tt.line)
-		if err == nil || err.Error() != tt.want || exitCode(err) != tt.code {
-			t.Errorf("parseRequestOp(%q): error %v (exit %d), want %q (exit %d)", tt.line, err, exitCode(err), tt.want, tt.code)
+		if err == nil || err.Error() != tt.want || cmderr.ExitCode(err) != tt.code {
+			t.Errorf("parseRequestOp(%q): error %v (exit %d), want %q (exit %d)", tt.line, err, cmderr.ExitCode(err), tt.want, tt.code)
 		}
 	}
 }

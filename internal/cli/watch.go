@@ -18,6 +18,9 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -69,7 +72,7 @@ watch, "progress" asks the server for a progress notification.`,
 			defer stop()
 			if interactive {
 				if len(args) != 0 {
-					return badArgs("watch in interactive mode accepts no arguments")
+					return cmderr.BadArgs("watch in interactive mode accepts no arguments")
 				}
 				return g.withClient(cmd, func(c *client.Client) error {
 					return runInteractiveWatch(ctx, cmd, c, g.printer(cmd))
@@ -114,7 +117,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 	if useEnv {
 		key, end := watchEnv("WATCH_KEY"), watchEnv("WATCH_RANGE_END")
 		if key == "" && end != "" {
-			return nil, badArgs("ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END=%q", end)
+			return nil, cmderr.BadArgs("ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END=%q", end)
 		}
 		if key != "" && len(args) == 0 {
 			args = append(args, key)
@@ -124,13 +127,13 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 		}
 	}
 	if len(args) == 0 || len(args) > 2 {
-		return nil, badArgs("bad number of arguments")
+		return nil, cmderr.BadArgs("bad number of arguments")
 	}
 	if dash == 0 || (dash > 0 && len(execArgs) == 0) {
-		return nil, badArgs("exec command is not provided")
+		return nil, cmderr.BadArgs("exec command is not provided")
 	}
 	if o.prefix && len(args) == 2 {
-		return nil, badArgs("`range_end` and `--prefix` are mutually exclusive")
+		return nil, cmderr.BadArgs("`range_end` and `--prefix` are mutually exclusive")
 	}
 	req := &pb.WatchCreateRequest{Key: []byte(args[0]), StartRevision: o.rev,
 		PrevKv: o.prevKV, ProgressNotify: o.progressNotify}
@@ -138,7 +141,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 	case len(args) == 2:
 		req.RangeEnd = []byte(args[1])
 	case o.prefix:
-		req.RangeEnd = prefixEnd(req.Key)
+		req.RangeEnd = keyrange.PrefixEnd(req.Key)
 		if len(req.Key) == 0 {
 			req.Key, req.RangeEnd = []byte{0}, []byte{0}
 		}
@@ -148,7 +151,7 @@ func (o *watchOptions) spec(args []string, dash int, useEnv bool) (*watchSpec, e
 
 // printWatch prints the responses of w, and runs spec's command for each
 // event if it has one, until ctx is done or the watch ends.
-func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *watchSpec, p *printer) error {
+func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *watchSpec, p *printer.Printer) error {
 	for resp := range w.Responses {
 		// Each response goes out in one write, whole, even when several
 		// watches share the output.
@@ -159,10 +162,11 @@ func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *
 		if resp.IsProgressNotify() {
 			fmt.Fprintf(&buf, "progress notify: %d\n", resp.Header.GetRevision())
 		}
-		if err := (&printer{w: &buf, format: p.format, hex: p.hex}).print(&watchResult{resp: resp}); err != nil {
+		if err := p.WithWriter(&buf).Print(&printer.WatchResult{Resp: &pb.WatchResponse{Header: resp.Header, Events: resp.Events,
+			CompactRevision: resp.CompactRevision, Canceled: resp.Canceled, CancelReason: resp.CancelReason}}); err != nil {
 			return err
 		}
-		if _, err := p.w.Write(buf.Bytes()); err != nil {
+		if _, err := p.Writer().Write(buf.Bytes()); err != nil {
 			return err
 		}
 		if len(spec.exec) > 0 {
@@ -174,7 +178,7 @@ func printWatch(ctx context.Context, cmd *cobra.Command, w *client.Watch, spec *
 	if ctx.Err() != nil {
 		return nil
 	}
-	return withCode(exitInterrupted, errors.New("watch is canceled by the server"))
+	return cmderr.WithCode(cmderr.ExitInterrupted, errors.New("watch is canceled by the server"))
 }
 
 // runWatchCommand runs the command of a watch once per event of resp.
@@ -192,7 +196,7 @@ func runWatchCommand(ctx context.Context, cmd *cobra.Command, args []string, res
 				return nil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "command %q error (%v)\n", args, err)
-			return errSilent
+			return cmderr.ErrSilent
 		}
 	}
 	return nil
@@ -200,7 +204,7 @@ func runWatchCommand(ctx context.Context, cmd *cobra.Command, args []string, res
 
 // runInteractiveWatch reads watch and progress commands from stdin until it
 // ends or ctx is done, running the watches side by side.
-func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Client, p *printer) error {
+func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Client, p *printer.Printer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var (
 		watches []*client.Watch
@@ -208,7 +212,7 @@ func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Clie
 	)
 	defer wg.Wait()
 	defer cancel()
-	locked := &printer{w: &lockedWriter{w: p.w}, format: p.format, hex: p.hex}
+	locked := p.WithWriter(&lockedWriter{w: p.Writer()})
 	lines := readLines(ctx, cmd.InOrStdin())
 	for {
 		var in lineOrError
@@ -218,7 +222,7 @@ func runInteractiveWatch(ctx context.Context, cmd *cobra.Command, c *client.Clie
 		case in = <-lines:
 		}
 		if in.err != nil {
-			return invalidInput(fmt.Errorf("error reading watch request line: %w", in.err))
+			return cmderr.InvalidInput(fmt.Errorf("error reading watch request line: %w", in.err))
 		}
 		args := splitArgs(in.line)
 		if len(args) == 0 {
@@ -301,6 +305,3 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
-
-// watchResult is one response of a watch.
-type watchResult struct{ resp client.WatchResponse }

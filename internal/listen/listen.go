@@ -5,7 +5,6 @@
 package listen
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -16,23 +15,6 @@ func Secure(scheme string) bool { return scheme == "https" || scheme == "unixs" 
 
 // Unix reports whether a URL scheme is a Unix socket's.
 func Unix(scheme string) bool { return scheme == "unix" || scheme == "unixs" }
-
-// Check reports whether s is a URL a member can listen on or advertise.
-func Check(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("bad URL %q: %w", s, err)
-	}
-	switch u.Scheme {
-	case "http", "https", "unix", "unixs":
-	default:
-		return fmt.Errorf("URL %q: scheme must be http, https, unix or unixs", s)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", s)
-	}
-	return nil
-}
 
 // URL listens on the address of the URL s, and says whether it is to be
 // served over TLS. A stale socket file of an earlier run is removed first.

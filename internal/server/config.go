@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
+	"github.com/cairnkv/cairn/pkg/cluster"
 )
 
 // Config is a member's configuration; the field names follow etcd's flags.
@@ -162,7 +162,7 @@ func (c Config) Validate() error {
 		{"--listen-peer-urls", c.ListenPeerURLs}, {"--initial-advertise-peer-urls", c.InitialAdvertisePeerURLs},
 	} {
 		for _, u := range group.urls {
-			if err := listen.Check(u); err != nil {
+			if err := cluster.CheckURL(u); err != nil {
 				return fmt.Errorf("%s: %w", group.flag, err)
 			}
 		}
@@ -194,39 +194,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--initial-cluster gives %s the peer URLs %v, but --initial-advertise-peer-urls is %v", c.Name, mine, c.InitialAdvertisePeerURLs)
 	}
 	return nil
-}
-
-// ParseInitialCluster parses "name=url,name=url" into name → peer URLs,
-// sorted; a name may appear more than once, for a member with several peer
-// URLs, but a URL only once.
-func ParseInitialCluster(s string) (map[string][]string, error) {
-	out := map[string][]string{}
-	seen := map[string]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, u, ok := strings.Cut(part, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--initial-cluster: %q is not name=url", part)
-		}
-		if err := listen.Check(u); err != nil {
-			return nil, fmt.Errorf("--initial-cluster: %w", err)
-		}
-		if seen[u] {
-			return nil, fmt.Errorf("--initial-cluster %s has the URL %s twice", s, u)
-		}
-		seen[u] = true
-		out[name] = append(out[name], u)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--initial-cluster is empty")
-	}
-	for _, urls := range out {
-		sort.Strings(urls)
-	}
-	return out, nil
 }
 
 func sameURLs(a, b []string) bool {

@@ -52,17 +52,6 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-func TestIDsAreDeterministic(t *testing.T) {
-	a := MemberID([]string{"http://b:2380", "http://a:2380"}, "tok", 0)
-	b := MemberID([]string{"http://a:2380", "http://b:2380"}, "tok", 0)
-	if a != b || a == MemberID([]string{"http://a:2380", "http://b:2380"}, "other", 0) {
-		t.Error("member IDs must depend on the sorted peer URLs and the token only")
-	}
-	if ClusterID([]uint64{3, 1, 2}) != ClusterID([]uint64{1, 2, 3}) {
-		t.Error("cluster IDs must not depend on member order")
-	}
-}
-
 func TestHTTPSWithAutoTLSIsValid(t *testing.T) {
 	c := Config{ListenClientURLs: []string{"https://127.0.0.1:2379"}, ListenPeerURLs: []string{"https://127.0.0.1:2380"}}
 	c.ClientTLS.AutoTLS, c.PeerTLS.AutoTLS = true, true

@@ -1,48 +1,26 @@
 package server
 
 import (
-	"crypto/sha1"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // Member is a member of the cluster, as the members bucket stores it.
 type Member = store.MemberRecord
 
-// MemberID derives a member's ID from its peer URLs and the cluster token
-// (and, for a member added at runtime, the time it was added), as etcd does:
-// the first 8 bytes of a SHA-1.
-func MemberID(peerURLs []string, token string, addedAtUnix int64) uint64 {
-	urls := append([]string(nil), peerURLs...)
-	sort.Strings(urls)
-	b := []byte(strings.Join(urls, ""))
-	b = append(b, token...)
-	if addedAtUnix != 0 {
-		b = append(b, strconv.FormatInt(addedAtUnix, 10)...)
-	}
-	sum := sha1.Sum(b)
-	return binary.BigEndian.Uint64(sum[:8])
-}
-
-// ClusterID derives the cluster's ID from its initial members' IDs.
-func ClusterID(memberIDs []uint64) uint64 {
-	ids := append([]uint64(nil), memberIDs...)
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	b := make([]byte, 0, 8*len(ids))
-	for _, id := range ids {
-		b = binary.BigEndian.AppendUint64(b, id)
-	}
-	sum := sha1.Sum(b)
-	return binary.BigEndian.Uint64(sum[:8])
-}
+// The member and cluster IDs and the --initial-cluster syntax are etcd's,
+// in pkg/cluster, which the offline restore applies too.
+var (
+	MemberID            = cluster.MemberID
+	ClusterID           = cluster.ID
+	ParseInitialCluster = cluster.ParseInitial
+)
 
 // membership is the cluster's member list, mirrored in the members bucket.
 type membership struct {

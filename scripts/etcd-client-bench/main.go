@@ -1,7 +1,7 @@
 // Command etcd-client-bench is the reference load generator for the
 // side-by-side benchmarks: the puts and ranges of `cairn bench`, sent with
 // etcd's own Go client (go.etcd.io/etcd/client/v3) instead of cairn's, and
-// measured by the same code (internal/cli/loadgen). When `cairn bench put`
+// measured by the same code (internal/bench/loadgen). When `cairn bench put`
 // reaches at least the throughput of this program against the same server,
 // cairn's client is not what limits the figures. It is not part of the
 // cairn binary.
@@ -27,7 +27,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnkv/cairn/internal/cli/loadgen"
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
 )
 
 func main() {

@@ -1,0 +1,130 @@
+// The layout rules of the module (DESIGN.md, section 2), checked on the
+// packages' dependencies as `go list` reports them.
+package cairn_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cairnkv/cairn"
+
+// importRules are the dependencies the layout forbids: no package in or
+// under from may depend, directly or through other packages, on a package
+// in or under to (paths relative to the module; tests not counted).
+var importRules = []struct{ from, to, why string }{
+	{"pkg", "internal", "pkg/ is usable as a library on its own"},
+	{"internal/forensics", "internal/server", "the offline kit reads pkg/ only and works with no server"},
+	{"internal/forensics", "internal/api", "the offline kit reads pkg/ only and works with no server"},
+	{"internal/forensics", "internal/client", "the offline kit reads pkg/ only and works with no server"},
+	{"internal/forensics", "internal/transport", "the offline kit reads pkg/ only and works with no server"},
+	{"internal/server", "internal/api", "internal/api calls into internal/server, never the reverse"},
+	{"internal/client", "internal/server", "the client knows nothing of the server's internals"},
+	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
+	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
+	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
+}
+
+// listedPackage is what the test reads of `go list -json`.
+type listedPackage struct {
+	ImportPath string
+	Imports    []string // direct, of the non-test files
+	Deps       []string // direct and indirect
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := listPackages(t)
+	byPath := map[string]*listedPackage{}
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	for _, r := range importRules {
+		matched := false
+		for _, p := range pkgs {
+			if !under(p.ImportPath, r.from) {
+				continue
+			}
+			matched = true
+			for _, dep := range p.Deps {
+				if under(dep, r.to) {
+					t.Errorf("%s depends on %s (%s), which the layout forbids: %s",
+						rel(p.ImportPath), rel(dep), strings.Join(importChain(byPath, p.ImportPath, dep), " -> "), r.why)
+				}
+			}
+		}
+		if !matched {
+			t.Errorf("rule %s -> %s: no package is in %s", r.from, r.to, r.from)
+		}
+	}
+}
+
+// listPackages lists the packages of the module with `go list -json`.
+func listPackages(t *testing.T) []*listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []*listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		p := &listedPackage{}
+		if err := dec.Decode(p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return pkgs
+}
+
+// under says whether the import path is the module's package dir or one
+// below it.
+func under(importPath, dir string) bool {
+	p := module + "/" + dir
+	return importPath == p || strings.HasPrefix(importPath, p+"/")
+}
+
+// rel is an import path relative to the module.
+func rel(importPath string) string { return strings.TrimPrefix(importPath, module+"/") }
+
+// importChain is a shortest chain of direct imports from one of the
+// module's packages to dep, for the message.
+func importChain(byPath map[string]*listedPackage, from, dep string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == dep {
+			var chain []string
+			for p := cur; p != ""; p = prev[p] {
+				chain = append(chain, rel(p))
+			}
+			slices.Reverse(chain)
+			return chain
+		}
+		if p, ok := byPath[cur]; ok {
+			for _, imp := range p.Imports {
+				if _, seen := prev[imp]; !seen {
+					prev[imp] = cur
+					queue = append(queue, imp)
+				}
+			}
+		}
+	}
+	return []string{rel(from), "...", rel(dep)}
+}

@@ -1,0 +1,280 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/bench/loadgen"
+	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/printer"
+)
+
+// benchWatchOptions are the flags of bench watch.
+type benchWatchOptions struct {
+	streams           int
+	watchersPerStream int
+	keys              keyGenerator
+	valSize           int
+	eventTimeout      time.Duration
+}
+
+func newBenchWatchCommand(g Globals, o *benchOptions) *cobra.Command {
+	var w benchWatchOptions
+	cmd := &cobra.Command{
+		Use:   "watch [options]",
+		Short: "Benchmarks watch creation and event delivery",
+		Long: `Benchmarks watches in two phases. First --streams watch streams are opened
+over the connections, and --watchers-per-stream watchers created on each,
+one after the other, watching the --watched-key-total keys in turn: each
+creation (request sent, creation confirmed) is one measured request.
+Then --total puts are sent to the watched keys by --clients clients (at
+--rate), and the delivery of each event to each of its watchers is
+measured, from the put being sent to the event being received (the put's
+value carries its sending time).
+
+The report has three parts: watch creation, the puts, event delivery.`,
+		Example: `  cairn bench watch --streams 10 --watchers-per-stream 100 --watched-key-total 10 \
+    --clients 10 --conns 10 --total 2000 --rate 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if w.streams < 1 || w.watchersPerStream < 1 {
+				return cmderr.BadArgs("--streams and --watchers-per-stream must be at least 1")
+			}
+			if err := w.keys.check(); err != nil {
+				return err
+			}
+			if w.valSize < 8 {
+				return cmderr.BadArgs("--val-size must be at least 8: values carry the time of their put")
+			}
+			return runBench(cmd, g, o, func(s *benchSession) error {
+				return runWatchBench(s, &w)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&w.streams, "streams", 10, "Number of watch streams")
+	f.IntVar(&w.watchersPerStream, "watchers-per-stream", 10, "Number of watchers on each stream")
+	f.IntVar(&w.keys.Space, "watched-key-total", 1, "Number of distinct keys watched (and written)")
+	f.IntVar(&w.keys.Size, "key-size", 32, "Key size of the watched keys (bytes)")
+	f.IntVar(&w.valSize, "val-size", 8, "Value size of each put (bytes, at least 8)")
+	f.DurationVar(&w.eventTimeout, "event-timeout", 30*time.Second, "How long to wait for the last events once the puts are done")
+	return cmd
+}
+
+// watchBenchResult is the report of bench watch.
+type watchBenchResult struct {
+	Benchmark  string          `json:"benchmark"`
+	Parameters map[string]any  `json:"parameters"`
+	Creation   loadgen.Summary `json:"creation"`
+	Puts       loadgen.Summary `json:"puts"`
+	Events     loadgen.Summary `json:"events"`
+	Missing    int             `json:"missing_events"`
+}
+
+func (r *watchBenchResult) PrintSimple(p *printer.Printer) {
+	for _, part := range []struct {
+		title string
+		s     loadgen.Summary
+	}{{"Watch creation", r.Creation}, {"Puts", r.Puts}, {"Event delivery", r.Events}} {
+		fmt.Fprintf(p.Writer(), "%s (%d):\n", part.title, part.s.Requests)
+		part.s.WriteText(p.Writer())
+		fmt.Fprintln(p.Writer())
+	}
+	if r.Missing > 0 {
+		fmt.Fprintf(p.Writer(), "%d events did not arrive\n", r.Missing)
+	}
+}
+
+func (r *watchBenchResult) JSONValue(*printer.Printer) any { return r }
+
+// watchBenchStream is one watch stream of the benchmark.
+type watchBenchStream struct {
+	stream pb.Watch_WatchClient
+}
+
+func runWatchBench(s *benchSession, w *benchWatchOptions) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	streams := make([]*watchBenchStream, w.streams)
+	for i := range streams {
+		c := s.clientFor(i)
+		conn, err := c.ForEndpoint(c.Endpoints()[0])
+		if err != nil {
+			return err
+		}
+		st, err := pb.NewWatchClient(conn).Watch(ctx)
+		if err != nil {
+			return fmt.Errorf("open watch stream: %w", err)
+		}
+		streams[i] = &watchBenchStream{stream: st}
+	}
+
+	// Phase 1: create the watchers, each stream one after the other.
+	watchersOnKey := make([]int, w.keys.Space)
+	var keyMu sync.Mutex
+	bar := newProgressBar(s.cmd.ErrOrStderr())
+	creation, err := loadgen.Run(ctx, loadgen.Options{
+		Workers: w.streams, Total: w.streams * w.watchersPerStream, Progress: bar.update,
+	}, func(worker int) (loadgen.Request, error) {
+		st := streams[worker]
+		return func(_ context.Context, seq int) error {
+			n := seq % w.keys.Space
+			create := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{
+				CreateRequest: &pb.WatchCreateRequest{Key: w.keys.Key(n)}}}
+			if err := st.stream.Send(create); err != nil {
+				return err
+			}
+			for {
+				resp, err := st.stream.Recv()
+				if err != nil {
+					return err
+				}
+				if resp.GetCanceled() {
+					return fmt.Errorf("watch refused: %s", resp.GetCancelReason())
+				}
+				if resp.GetCreated() {
+					keyMu.Lock()
+					watchersOnKey[n]++
+					keyMu.Unlock()
+					return nil
+				}
+			}
+		}, nil
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if creation.Failed() > 0 {
+		return fmt.Errorf("%d watchers could not be created: %v", creation.Failed(), creation.Errors)
+	}
+
+	// Phase 2: the puts, and the events they cause.
+	expected := 0
+	for seq := range s.o.total {
+		expected += watchersOnKey[seq%w.keys.Space]
+	}
+	events := newEventCollector(expected)
+	var receivers sync.WaitGroup
+	for _, st := range streams {
+		receivers.Go(func() { events.receive(st.stream) })
+	}
+	value := loadgen.RandomValue(w.valSize)
+	keys := loadgen.Keys{Size: w.keys.Size, Space: w.keys.Space, Sequential: true}
+	bar = newProgressBar(s.cmd.ErrOrStderr())
+	putsStart := time.Now()
+	puts, err := loadgen.Run(ctx, loadgen.Options{
+		Workers: s.o.clients, Total: s.o.total, Rate: s.o.rate, Progress: bar.update,
+	}, func(worker int) (loadgen.Request, error) {
+		kv := s.clientFor(worker).KV
+		return func(ctx context.Context, seq int) error {
+			v := slices.Clone(value)
+			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+			_, err := kv.Put(ctx, &pb.PutRequest{Key: keys.Next(seq), Value: v})
+			return err
+		}, nil
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if puts.Failed() > 0 {
+		events.expect(-puts.Failed()) // not exact per key, but the run is already flawed
+	}
+	timer := time.NewTimer(w.eventTimeout)
+	select {
+	case <-events.complete:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	cancel()
+	receivers.Wait()
+	delivered := events.result(putsStart)
+
+	return s.print(&watchBenchResult{
+		Benchmark: "watch",
+		Parameters: s.parameters(map[string]any{"streams": w.streams, "watchers-per-stream": w.watchersPerStream,
+			"watched-key-total": w.keys.Space, "key-size": w.keys.Size, "val-size": w.valSize}),
+		Creation: creation.Summarize(),
+		Puts:     puts.Summarize(),
+		Events:   delivered.Summarize(),
+		Missing:  max(expected-len(delivered.Latencies), 0),
+	})
+}
+
+// eventCollector gathers the delivery latencies of the events of every
+// stream and says when all expected events have arrived.
+type eventCollector struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	last      time.Time
+	expected  atomic.Int64
+	received  atomic.Int64
+	complete  chan struct{}
+	closeOnce sync.Once
+}
+
+func newEventCollector(expected int) *eventCollector {
+	e := &eventCollector{complete: make(chan struct{})}
+	e.expect(expected)
+	return e
+}
+
+// expect changes the number of events expected by delta.
+func (e *eventCollector) expect(delta int) {
+	if e.expected.Add(int64(delta)) <= e.received.Load() {
+		e.closeOnce.Do(func() { close(e.complete) })
+	}
+}
+
+// receive records the events of one stream until it ends.
+func (e *eventCollector) receive(stream pb.Watch_WatchClient) {
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		var lats []time.Duration
+		for _, ev := range resp.GetEvents() {
+			v := ev.GetKv().GetValue()
+			if len(v) < 8 {
+				continue
+			}
+			sent := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
+			lats = append(lats, now.Sub(sent))
+		}
+		if len(lats) == 0 {
+			continue
+		}
+		e.mu.Lock()
+		e.latencies = append(e.latencies, lats...)
+		e.last = now
+		e.mu.Unlock()
+		if e.received.Add(int64(len(lats))) >= e.expected.Load() {
+			e.closeOnce.Do(func() { close(e.complete) })
+		}
+	}
+}
+
+// result is the delivery latencies, measured from the first put to the
+// last event.
+func (e *eventCollector) result(start time.Time) *loadgen.Result {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	res := &loadgen.Result{Latencies: slices.Clone(e.latencies), Errors: map[string]int{}}
+	slices.Sort(res.Latencies)
+	if !e.last.IsZero() {
+		res.Elapsed = e.last.Sub(start)
+	}
+	return res
+}

@@ -1,0 +1,94 @@
+package forensics
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/pkg/store"
+)
+
+// fragmentedDataDir writes a data dir whose db has many free pages: values
+// written and then compacted away.
+func fragmentedDataDir(t *testing.T) string {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(snapDir(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(store.Config{Backend: store.BackendConfig{Path: dbPath(data)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("x"), 2000)
+	for i := range 600 {
+		if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "k%03d", i%20), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err := s.Compact(590)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestOfflineDefrag(t *testing.T) {
+	data := fragmentedDataDir(t)
+	before := fileSize(dbPath(data))
+	keys := mustRun(t, "dump-db", "iterate-bucket", data, "key", "--decode")
+	hash := mustRun(t, "hashkv", data)
+
+	out := mustRun(t, "defrag", "--data-dir", data)
+	after := fileSize(dbPath(data))
+	if after >= before {
+		t.Errorf("defrag: %d bytes before, %d after", before, after)
+	}
+	if want := fmt.Sprintf("(%d bytes) before, ", before); !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(%d bytes) after", after)) {
+		t.Errorf("defrag reports %q", out)
+	}
+	if got := mustRun(t, "dump-db", "iterate-bucket", data, "key", "--decode"); got != keys {
+		t.Error("defrag changed the key bucket")
+	}
+	if got := mustRun(t, "hashkv", data); got != hash {
+		t.Errorf("hashkv after defrag %s, before %s", got, hash)
+	}
+	// A copy left by a crash in an earlier run does not get in the way.
+	if err := os.WriteFile(dbPath(data)+".defrag", []byte("half a copy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "defrag", "--data-dir", data)
+	if _, err := os.Stat(dbPath(data) + ".defrag"); !os.IsNotExist(err) {
+		t.Error("the leftover copy is still there")
+	}
+	if got := mustRun(t, "hashkv", data); got != hash {
+		t.Errorf("hashkv after a second defrag %s, want %s", got, hash)
+	}
+	mustFail(t, []string{"failed to defragment", "no such file"}, "defrag", "--data-dir", filepath.Join(t.TempDir(), "none"))
+	mustFail(t, []string{"--cluster and --data-dir"}, "defrag", "--data-dir", data, "--cluster")
+}
+
+func TestProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, label: "copy", total: 2000, enabled: true}
+	p.update(1000)
+	p.update(1500) // within the interval: not shown
+	p.finish()
+	if got := buf.String(); got != "\rcopy:  50.0% (1.0 kB of 2.0 kB)\r\x1b[K" {
+		t.Errorf("progress wrote %q", got)
+	}
+	// Piped (not a terminal): quiet.
+	r := runCairn(t, "dump-logs", filepath.Join(copyFixture(t), "data"))
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("dump-logs piped: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
