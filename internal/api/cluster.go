@@ -8,8 +8,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/pkg/cluster"
 )
 
 type clusterServer struct {
@@ -42,7 +42,7 @@ func toPBMembers(ms []server.Member) []*pb.Member {
 // http, https, unix or unixs URL of a host and port, without a path.
 func validPeerURLs(urls []string) bool {
 	for _, s := range urls {
-		if listen.Check(s) != nil {
+		if cluster.CheckURL(s) != nil {
 			return false
 		}
 		u, _ := url.Parse(s)
