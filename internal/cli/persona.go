@@ -25,8 +25,11 @@ func ExecuteAs(argv0 string, args []string, stdin io.Reader, stdout, stderr io.W
 		fmt.Fprint(stdout, etcdVersionText())
 		return 0
 	}
-	if len(args) > 0 && (args[0] == "gateway" || args[0] == "grpc-proxy") {
-		fmt.Fprintf(stderr, "Error: etcd %s is not supported by cairn\n", args[0])
+	if len(args) > 0 && args[0] == "gateway" {
+		return Execute(args, stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "grpc-proxy" {
+		fmt.Fprintln(stderr, "Error: etcd grpc-proxy is not supported by cairn: point the clients at the members, or at `etcd gateway start` (an L4 proxy)")
 		return 1
 	}
 	return Execute(append([]string{"serve"}, args...), stdin, stdout, stderr)

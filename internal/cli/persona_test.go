@@ -22,6 +22,14 @@ func TestStartedAsEtcd(t *testing.T) {
 		t.Errorf("etcd --help: exit %d, no server flags in:\n%s", code, out.String())
 	}
 	out.Reset()
+	if code := ExecuteAs("etcd", []string{"gateway", "start", "--help"}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "--retry-delay") {
+		t.Errorf("etcd gateway start --help: exit %d: %s", code, out.String())
+	}
+	errOut.Reset()
+	if code := ExecuteAs("etcd", []string{"grpc-proxy", "start"}, nil, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "grpc-proxy is not supported") {
+		t.Errorf("etcd grpc-proxy start: exit %d: %s", code, errOut.String())
+	}
+	out.Reset()
 	if code := ExecuteAs("etcdctl", []string{"--version"}, nil, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "cairn Version: ") {
 		t.Errorf("etcdctl --version: exit %d: %q", code, out.String())
 	}

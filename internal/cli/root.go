@@ -52,6 +52,7 @@ and reads the data directories of cairn and etcd members offline
 	addCompletionCommand(root)
 	addForensicsCommands(root)
 	addToGroup(root, serverGroup, newServeCommand())
+	addToGroup(root, serverGroup, newGatewayCommand())
 	useEtcdctlHelp(root)
 	return root
 }
