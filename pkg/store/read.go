@@ -27,6 +27,7 @@ type ReadTxn struct {
 	rev        int64
 	compactRev int64
 	rt         *ReadTx
+	counts     opCounts
 }
 
 // Read begins a read transaction.
@@ -49,6 +50,7 @@ func (r *ReadTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, error
 
 // End ends the transaction.
 func (r *ReadTxn) End() {
+	r.counts.addTo(r.s.stats, &r.s.keys)
 	r.rt.Close()
 	r.s.mu.RUnlock()
 }
