@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -28,7 +29,11 @@ import (
 const (
 	PathMessages = "/raft/messages"
 	PathSnapshot = "/raft/snapshot"
+	PathProbing  = "/raft/probing"
 )
+
+// ProbeInterval is how often a member measures the round trip to each peer.
+const ProbeInterval = 5 * time.Second
 
 // Headers every peer request carries.
 const (
@@ -68,6 +73,9 @@ type Transport struct {
 	// (the member list for joining members, lease forwarding).
 	Routes map[string]http.Handler
 	Log    *slog.Logger
+	// OnRoundTrip, if set, is told of each probe of a peer answered, with
+	// the time the round trip took (see ProbeInterval).
+	OnRoundTrip func(peer uint64, rtt time.Duration)
 
 	client *http.Client
 	mu     sync.RWMutex
@@ -78,6 +86,55 @@ type Transport struct {
 	amu     sync.Mutex
 	streams map[uint64]int
 	since   map[uint64]time.Time
+	// received counts the message bytes from each peer (guarded by amu;
+	// the counters themselves are atomic).
+	received map[uint64]*atomic.Int64
+
+	heartbeatFailures atomic.Int64
+}
+
+// PeerCount is what the transport counts of one peer (Counts).
+type PeerCount struct {
+	ID             uint64
+	Sent, Received int64 // message bytes
+}
+
+// Counts returns the counts of every peer sent to or received from, and
+// the heartbeats that could not be queued for their peer.
+func (t *Transport) Counts() (peers []PeerCount, heartbeatFailures int64) {
+	byID := map[uint64]*PeerCount{}
+	get := func(id uint64) *PeerCount {
+		if byID[id] == nil {
+			byID[id] = &PeerCount{ID: id}
+		}
+		return byID[id]
+	}
+	t.mu.RLock()
+	for id, p := range t.peers {
+		get(id).Sent = p.sent.Load()
+	}
+	t.mu.RUnlock()
+	t.amu.Lock()
+	for id, n := range t.received {
+		get(id).Received = n.Load()
+	}
+	t.amu.Unlock()
+	for _, pc := range byID {
+		peers = append(peers, *pc)
+	}
+	return peers, t.heartbeatFailures.Load()
+}
+
+// receivedFrom returns the counter of the bytes received from peer id.
+func (t *Transport) receivedFrom(id uint64) *atomic.Int64 {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	n := t.received[id]
+	if n == nil {
+		n = new(atomic.Int64)
+		t.received[id] = n
+	}
+	return n
 }
 
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
@@ -126,7 +183,7 @@ func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.C
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
 		client:  client,
 		peers:   make(map[uint64]*peer),
-		streams: make(map[uint64]int), since: make(map[uint64]time.Time),
+		streams: make(map[uint64]int), since: make(map[uint64]time.Time), received: make(map[uint64]*atomic.Int64),
 	}
 }
 
@@ -144,6 +201,7 @@ func (t *Transport) AddPeer(id uint64, urls []string) {
 	p := newPeer(t, id, urls)
 	t.peers[id] = p
 	go p.run()
+	go p.probe()
 }
 
 // RemovePeer stops sending to a peer.
@@ -177,6 +235,11 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 			batch = append(batch, m)
 		}
 		if len(batch) > 0 && !p.enqueue(batch) {
+			for _, m := range batch {
+				if m.GetType() == raftpb.MessageType_MsgHeartbeat {
+					t.heartbeatFailures.Add(1)
+				}
+			}
 			t.Raft.ReportUnreachable(id)
 		}
 	}
@@ -198,6 +261,7 @@ func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathMessages, t.serveMessages)
 	mux.HandleFunc(PathSnapshot, t.serveSnapshot)
+	mux.HandleFunc(PathProbing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	for path, h := range t.Routes {
 		mux.Handle(path, h)
 	}
@@ -254,10 +318,12 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if !t.checkCluster(w, r) {
 		return
 	}
-	if from, err := strconv.ParseUint(r.Header.Get(HeaderFrom), 16, 64); err == nil {
+	from, err := strconv.ParseUint(r.Header.Get(HeaderFrom), 16, 64)
+	if err == nil {
 		t.streamOpened(from)
 		defer t.streamClosed(from)
 	}
+	received := t.receivedFrom(from)
 	body := io.LimitReader(r.Body, 512<<20)
 	var buf bytes.Buffer
 	for {
@@ -268,6 +334,7 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "read message: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		received.Add(int64(4 + buf.Len()))
 		m := new(raftpb.Message)
 		if err := proto.Unmarshal(buf.Bytes(), m); err != nil {
 			http.Error(w, "decode message: "+err.Error(), http.StatusBadRequest)
@@ -352,6 +419,7 @@ type peer struct {
 	active bool
 	done   chan struct{}
 	once   sync.Once
+	sent   atomic.Int64 // message bytes written to the peer
 }
 
 // peerQueueSize is how many messages may wait for one peer; more are
@@ -500,6 +568,7 @@ func (p *peer) write(w io.Writer, buf *bytes.Buffer, msgs []*raftpb.Message) err
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return err
 			}
+			p.sent.Add(int64(buf.Len()))
 			buf.Reset()
 		}
 	}
@@ -561,6 +630,41 @@ func (p *peer) post(path string, body io.Reader) error {
 	}
 	io.Copy(io.Discard, resp.Body)
 	return nil
+}
+
+// probe measures the round trip of a request to the peer every
+// ProbeInterval, for OnRoundTrip, until the peer is stopped.
+func (p *peer) probe() {
+	if p.t.OnRoundTrip == nil {
+		return
+	}
+	tick := time.NewTicker(ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+		}
+		u := p.url()
+		if u == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ProbeInterval)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+PathProbing, nil)
+		if err == nil {
+			start := time.Now()
+			var resp *http.Response
+			if resp, err = p.t.client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					p.t.OnRoundTrip(p.id, time.Since(start))
+				}
+			}
+		}
+		cancel()
+	}
 }
 
 // sendSnapshot streams a snapshot message and its db to the peer.
