@@ -12,13 +12,16 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -37,6 +40,13 @@ type API struct {
 	// certUsers is --client-cert-auth: a client certificate's common name
 	// names the caller's user (certuser.go).
 	certUsers bool
+	metrics   *metrics.Member
+	// metricsHandler serves /metrics, on the client URLs and on the
+	// --listen-metrics-urls (metricsSrv).
+	metricsHandler http.Handler
+	metricsSrv     []*http.Server
+	// defragging is set while a defragmentation runs (maintenance.go).
+	defragging atomic.Bool
 }
 
 // New builds the services of member s.
@@ -44,14 +54,15 @@ func New(s *server.Server, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth}
+	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth, metrics: s.Metrics()}
 	a.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
 		grpc.MaxConcurrentStreams(1<<31-1),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
-		grpc.ChainStreamInterceptor(a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
+		// metrics first, so that every RPC is counted, refused ones too
+		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
+		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
 	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
@@ -59,6 +70,9 @@ func New(s *server.Server, log *slog.Logger) *API {
 	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
 	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
 	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
+	a.metrics.GRPC.Init(a.grpc)
+	reg := newMetrics(a)
+	a.metricsHandler = promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	a.http = &http.Server{
 		Handler:           a.httpHandler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -100,7 +114,7 @@ func (a *API) Serve(clientURLs []string) error {
 		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
 		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 	}
-	return nil
+	return a.serveMetricsURLs()
 }
 
 // dialLocal opens an in-process connection to the gRPC server.
@@ -131,6 +145,9 @@ func (a *API) Stop() {
 	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
+	for _, srv := range a.metricsSrv {
+		srv.Close()
+	}
 	a.wg.Wait()
 }
 

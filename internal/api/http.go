@@ -1,12 +1,14 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/cairnkv/cairn/internal/listen"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
@@ -21,7 +23,7 @@ func (a *API) httpHandler() http.Handler {
 	checksHandler(mux, "/readyz", a.readyzChecks())
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
-	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", a.metricsHandler)
 	if a.s.Config().EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -36,4 +38,41 @@ func (a *API) httpHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// metricsOnlyHandler serves the --listen-metrics-urls: /metrics and
+// /health only, as etcd does.
+func (a *API) metricsOnlyHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", a.serveHealth)
+	mux.Handle("/metrics", a.metricsHandler)
+	return mux
+}
+
+// serveMetricsURLs listens on every --listen-metrics-urls.
+func (a *API) serveMetricsURLs() error {
+	for _, u := range a.s.Config().ListenMetricsURLs {
+		ln, secure, err := listen.URL(u)
+		if err != nil {
+			return fmt.Errorf("listen on metrics URL %s: %w", u, err)
+		}
+		if secure && a.http.TLSConfig == nil {
+			ln.Close()
+			return fmt.Errorf("metrics URL %s: the member has no TLS configuration", u)
+		}
+		a.lns = append(a.lns, ln)
+		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.http.TLSConfig,
+			ErrorLog: a.http.ErrorLog}
+		a.metricsSrv = append(a.metricsSrv, srv)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if secure {
+				srv.ServeTLS(ln, "", "")
+			} else {
+				srv.Serve(ln)
+			}
+		}()
+	}
+	return nil
 }
