@@ -19,7 +19,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/internal/tlstest"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
@@ -427,5 +429,19 @@ func TestListenMetricsURLs(t *testing.T) {
 	}
 	if _, ok := scrape(t, murl)["etcd_server_has_leader"]; !ok {
 		t.Error("no etcd_server_has_leader on the metrics URL")
+	}
+}
+
+// TestListenMetricsURLsOverTLS: an https metrics URL is served with the
+// client URLs' certificate.
+func TestListenMetricsURLsOverTLS(t *testing.T) {
+	certs := tlstest.NewCertificates(t)
+	murl := "https://" + testnet.FreeAddr(t)
+	newMember(t, server.Config{ListenMetricsURLs: []string{murl}, ClientTLS: servertls.Files{
+		CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile}})
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: certs.ClientConfig(t)}}
+	defer c.CloseIdleConnections()
+	if _, status, body := get(t, c, murl+"/metrics"); status != http.StatusOK || !strings.Contains(body, "etcd_server_has_leader 1") {
+		t.Errorf("GET /metrics over TLS: %d %.200s", status, body)
 	}
 }

@@ -184,6 +184,9 @@ func (c Config) Validate() error {
 		if err := listen.Check(u); err != nil {
 			return fmt.Errorf("--listen-metrics-urls: %w", err)
 		}
+		if strings.HasPrefix(u, "https://") && !c.ClientTLS.AutoTLS && (c.ClientTLS.CertFile == "" || c.ClientTLS.KeyFile == "") {
+			return ErrMissingClientTLSForMetrics
+		}
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("--initial-cluster-state: %q is neither new nor existing", c.InitialClusterState)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 // slowApply is the apply time past which a request counts as slow (etcd's
 // default --warning-apply-duration).
 const slowApply = 100 * time.Millisecond
+
+// ErrMissingClientTLSForMetrics refuses an https --listen-metrics-urls
+// without the client TLS certificate to serve it with (etcd's message).
+var ErrMissingClientTLSForMetrics = errors.New("client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url")
 
 // memberCounts are what the member counts of itself for its metrics.
 type memberCounts struct {
