@@ -303,9 +303,9 @@ func TestMetricsMatchEtcd(t *testing.T) {
 // TestMetricsCountWhatHappens: the figures are the member's own, not
 // placeholders: N puts show as N, each unary call is counted, the WAL's
 // fsyncs and the backend's commits are timed, a watch counts its stream,
-// watcher and events, a lease its grant.
+// watcher and events, a lease its grant, a raft snapshot its parts.
 func TestMetricsCountWhatHappens(t *testing.T) {
-	curl, s, cli := startMember(t, server.Config{})
+	curl, s, cli := startMember(t, server.Config{SnapshotCount: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	before := scrape(t, curl)
@@ -362,6 +362,10 @@ func TestMetricsCountWhatHappens(t *testing.T) {
 		if v, _ := value(got, series); v <= 0 {
 			t.Errorf("%s = %v, want more than 0", series, v)
 		}
+	}
+	for _, series := range []string{"etcd_debugging_snap_save_total_duration_seconds_count",
+		"etcd_debugging_snap_save_marshalling_duration_seconds_count", "etcd_snap_fsync_duration_seconds_count"} {
+		waitFor(t, 20*time.Second, series+" > 0", func() bool { v, _ := value(scrape(t, curl), series); return v > 0 })
 	}
 	// A watch stream ended by its client is handled as Canceled, as etcd's.
 	wcancel()

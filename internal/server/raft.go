@@ -157,10 +157,13 @@ func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 	md := snap.GetMetadata()
 	failpoint.Hit("raftBeforeSaveSnapshot")
 	start := time.Now()
-	if _, err := snapfmt.Write(s.cfg.snapDir(), snap); err != nil {
+	_, tm, err := snapfmt.WriteTimed(s.cfg.snapDir(), snap)
+	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	s.metrics.SnapSave.Observe(time.Since(start).Seconds())
+	s.metrics.SnapMarshalling.Observe(tm.Marshal.Seconds())
+	s.metrics.SnapFsync.Observe(tm.Fsync.Seconds())
 	failpoint.Hit("raftAfterSaveSnapshot")
 	return s.wal.SaveSnapshot(walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()})
 }
