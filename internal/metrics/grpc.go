@@ -103,10 +103,8 @@ func (g *GRPC) Init(srv *grpc.Server) {
 // clientAPIVersion is the version a client states in its metadata
 // (etcd's clientv3 sends "client-api-version"), "unknown" without one.
 func clientAPIVersion(ctx context.Context) string {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get("client-api-version"); len(v) > 0 && v[0] != "" {
-			return v[0]
-		}
+	if v := metadata.ValueFromIncomingContext(ctx, "client-api-version"); len(v) > 0 && v[0] != "" {
+		return v[0]
 	}
 	return "unknown"
 }
