@@ -393,9 +393,6 @@ func (s *Server) Leader() uint64 { return s.leaderID.Load() }
 // LeaderChanges counts the leader changes this member has seen.
 func (s *Server) LeaderChanges() uint64 { return s.leaderChanges.Load() }
 
-// ProposalsFailed counts the proposals that failed (dropped, timed out).
-func (s *Server) ProposalsFailed() uint64 { return s.proposalsFailed.Load() }
-
 // ProposalsPending counts the proposals waiting for their result.
 func (s *Server) ProposalsPending() int { return s.waiters.len() }
 
