@@ -95,15 +95,10 @@ func (a *API) Serve(clientURLs []string) error {
 		return fmt.Errorf("start the JSON gateway: %w", err)
 	}
 	for _, u := range clientURLs {
-		ln, secure, err := listen.URL(u)
+		ln, secure, err := a.listen("client", u)
 		if err != nil {
-			return fmt.Errorf("listen on client URL %s: %w", u, err)
+			return err
 		}
-		if secure && a.http.TLSConfig == nil {
-			ln.Close()
-			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
-		}
-		a.lns = append(a.lns, ln)
 		if secure {
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
@@ -115,6 +110,21 @@ func (a *API) Serve(clientURLs []string) error {
 		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 	}
 	return a.serveMetricsURLs()
+}
+
+// listen opens the listener of a client or metrics URL (what) and keeps
+// it to close at Stop; an https URL needs the member's TLS configuration.
+func (a *API) listen(what, u string) (ln net.Listener, secure bool, err error) {
+	ln, secure, err = listen.URL(u)
+	if err != nil {
+		return nil, false, fmt.Errorf("listen on %s URL %s: %w", what, u, err)
+	}
+	if secure && a.http.TLSConfig == nil {
+		ln.Close()
+		return nil, false, fmt.Errorf("%s URL %s: the member has no TLS configuration", what, u)
+	}
+	a.lns = append(a.lns, ln)
+	return ln, secure, nil
 }
 
 // dialLocal opens an in-process connection to the gRPC server.

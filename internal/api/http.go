@@ -1,14 +1,11 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cairnkv/cairn/internal/listen"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
@@ -52,15 +49,10 @@ func (a *API) metricsOnlyHandler() http.Handler {
 // serveMetricsURLs listens on every --listen-metrics-urls.
 func (a *API) serveMetricsURLs() error {
 	for _, u := range a.s.Config().ListenMetricsURLs {
-		ln, secure, err := listen.URL(u)
+		ln, secure, err := a.listen("metrics", u)
 		if err != nil {
-			return fmt.Errorf("listen on metrics URL %s: %w", u, err)
+			return err
 		}
-		if secure && a.http.TLSConfig == nil {
-			ln.Close()
-			return fmt.Errorf("metrics URL %s: the member has no TLS configuration", u)
-		}
-		a.lns = append(a.lns, ln)
 		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.http.TLSConfig,
 			ErrorLog: a.http.ErrorLog}
 		a.metricsSrv = append(a.metricsSrv, srv)
