@@ -91,8 +91,8 @@ default.cairn, like a bare etcd.`,
 	f.String("log-outputs", "default", "Specify 'stdout' or 'stderr', or a list of comma separated output targets (files).")
 	f.String("log-format", "json", "Configures log format. Only supports json, console (and cairn's text).")
 	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
-	f.String("metrics", "basic", "Set level of detail for exported metrics, specify 'extensive' to include server side grpc histogram metrics")
-	f.String("listen-metrics-urls", "", "List of URLs to listen on for the /metrics and /health endpoints")
+	f.String("metrics", "basic", "Set level of detail for exported metrics, specify 'extensive' to include server side grpc histogram metrics.")
+	f.String("listen-metrics-urls", "", "List of URLs to listen on for the /metrics and /health endpoints. For https, the client URL TLS info is used.")
 	return cmd
 }
 
