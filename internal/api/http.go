@@ -1,6 +1,7 @@
 package api
 
 import (
+	"expvar"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -21,6 +22,7 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/metrics", a.metricsHandler)
+	mux.Handle("/debug/vars", expvar.Handler()) // Go's runtime variables, as etcd serves them
 	if a.s.Config().EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -447,5 +448,16 @@ func TestListenMetricsURLsOverTLS(t *testing.T) {
 	defer c.CloseIdleConnections()
 	if _, status, body := get(t, c, murl+"/metrics"); status != http.StatusOK || !strings.Contains(body, "etcd_server_has_leader 1") {
 		t.Errorf("GET /metrics over TLS: %d %.200s", status, body)
+	}
+}
+
+// TestDebugVars: the client URLs serve Go's runtime variables as JSON at
+// /debug/vars, as etcd's do.
+func TestDebugVars(t *testing.T) {
+	curl, _, _ := startMember(t, server.Config{})
+	_, status, body := get(t, http.DefaultClient, curl+"/debug/vars")
+	var vars map[string]any
+	if err := json.Unmarshal([]byte(body), &vars); status != http.StatusOK || err != nil || vars["memstats"] == nil {
+		t.Errorf("GET /debug/vars: %d %v %.200s", status, err, body)
 	}
 }
