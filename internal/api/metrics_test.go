@@ -381,8 +381,9 @@ func TestMetricsCountWhatHappens(t *testing.T) {
 }
 
 // TestMetricsOfPeers: in a cluster of three, each member knows every
-// member and its peers active, and the leader and each follower count the
-// bytes they send each other.
+// member and its peers active, the leader and each follower count the
+// bytes they send each other, and the round trips to the peers are timed
+// (every 5 s, in etcd's buckets).
 func TestMetricsOfPeers(t *testing.T) {
 	ms := startInProcess(t, 3, nil)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ms[0].curl}, DialTimeout: 5 * time.Second})
@@ -413,7 +414,16 @@ func TestMetricsOfPeers(t *testing.T) {
 				positive(m, `etcd_network_peer_sent_bytes_total{To="`+remote+`"}`)
 				positive(m, `etcd_network_peer_received_bytes_total{From="`+remote+`"}`)
 			}
+			if m == ms[0] {
+				positive(m, `etcd_network_peer_round_trip_time_seconds_count{To="`+remote+`"}`)
+			}
 		}
+	}
+	rtt := scrape(t, ms[0].curl)["etcd_network_peer_round_trip_time_seconds"]
+	want := []string{"0.0001", "0.0002", "0.0004", "0.0008", "0.0016", "0.0032", "0.0064", "0.0128", "0.0256", "0.0512",
+		"0.1024", "0.2048", "0.4096", "0.8192", "1.6384", "3.2768", "+Inf"}
+	if rtt.typ != "histogram" || !slices.Equal(rtt.labels, []string{"To"}) || !slices.Equal(rtt.buckets, want) {
+		t.Errorf("etcd_network_peer_round_trip_time_seconds: %s %v %v", rtt.typ, rtt.labels, rtt.buckets)
 	}
 }
 
