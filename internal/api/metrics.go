@@ -159,11 +159,18 @@ var (
 	activePeers = prometheus.NewDesc("etcd_network_active_peers", "The current number of active peer connections.", []string{"Local", "Remote"}, nil)
 	peerSent    = prometheus.NewDesc("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", []string{"To"}, nil)
 	peerRecv    = prometheus.NewDesc("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", []string{"From"}, nil)
+	sendFailed  = prometheus.NewDesc("etcd_network_peer_sent_failures_total", "The total number of send failures from peers.", []string{"To"}, nil)
+	lostPeers   = prometheus.NewDesc("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", []string{"Local", "Remote"}, nil)
+	snapSent    = prometheus.NewDesc("etcd_network_snapshot_send_success", "Total number of successful snapshot sends", []string{"To"}, nil)
+	snapSending = prometheus.NewDesc("etcd_network_snapshot_send_inflights_total", "Total number of inflight snapshot sends", []string{"To"}, nil)
+	snapRecv    = prometheus.NewDesc("etcd_network_snapshot_receive_success", "Total number of successful snapshot receives", []string{"From"}, nil)
+	snapRecving = prometheus.NewDesc("etcd_network_snapshot_receive_inflights_total", "Total number of inflight snapshot receives", []string{"From"}, nil)
 )
 
 // collectPeers reports the members this one knows (itself included, as
-// etcd does), the peers with an open message stream to it, and the bytes
-// exchanged with each.
+// etcd does), the peers with an open message stream to it, and what was
+// exchanged with each: bytes, failed sends, lost streams, snapshots. As in
+// etcd, a peer shows in a family once what it counts has happened.
 func (a *API) collectPeers(ch chan<- prometheus.Metric) {
 	s := a.s
 	local := formatID(s.ID())
@@ -179,12 +186,22 @@ func (a *API) collectPeers(ch chan<- prometheus.Metric) {
 	}
 	peers, _ := s.Transport().Counts()
 	for _, p := range peers {
-		if p.Sent > 0 {
-			ch <- prometheus.MustNewConstMetric(peerSent, prometheus.CounterValue, float64(p.Sent), formatID(p.ID))
+		id := formatID(p.ID)
+		emit := func(d *prometheus.Desc, t prometheus.ValueType, v float64, when bool, labels ...string) {
+			if when {
+				ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+			}
 		}
-		if p.Received > 0 {
-			ch <- prometheus.MustNewConstMetric(peerRecv, prometheus.CounterValue, float64(p.Received), formatID(p.ID))
-		}
+		emit(peerSent, prometheus.CounterValue, float64(p.Sent), p.Sent > 0, id)
+		emit(peerRecv, prometheus.CounterValue, float64(p.Received), p.Received > 0, id)
+		emit(sendFailed, prometheus.CounterValue, float64(p.SendFailures), p.SendFailures > 0, id)
+		emit(lostPeers, prometheus.CounterValue, float64(p.Disconnects), p.Disconnects > 0, local, id)
+		sent := p.SnapshotsSent+p.SnapshotsSending > 0
+		emit(snapSent, prometheus.CounterValue, float64(p.SnapshotsSent), sent, id)
+		emit(snapSending, prometheus.GaugeValue, float64(p.SnapshotsSending), sent, id)
+		received := p.SnapshotsReceived+p.SnapshotsReceiving > 0
+		emit(snapRecv, prometheus.CounterValue, float64(p.SnapshotsReceived), received, id)
+		emit(snapRecving, prometheus.GaugeValue, float64(p.SnapshotsReceiving), received, id)
 	}
 }
 

@@ -471,3 +471,60 @@ func TestDebugVars(t *testing.T) {
 		t.Errorf("GET /debug/vars: %d %v %.200s", status, err, body)
 	}
 }
+
+// TestMetricsOfSnapshotTransfer: a follower that comes back after the
+// leader compacted its log gets a snapshot; the leader counts it sent to
+// the follower, the follower received from the leader, and both time it.
+func TestMetricsOfSnapshotTransfer(t *testing.T) {
+	var curls, purls, initial []string
+	for i := 1; i <= 3; i++ {
+		curls, purls = append(curls, testnet.FreeURL(t)), append(purls, testnet.FreeURL(t))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
+	}
+	ms := make([]*member, 3)
+	for i := range ms {
+		ms[i] = &member{t: t, curl: curls[i], cfg: server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(),
+			ListenClientURLs: curls[i : i+1], ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ","),
+			SnapshotCount: 20, SnapshotCatchUpEntries: 5}}
+		ms[i].start()
+		t.Cleanup(ms[i].stop)
+	}
+	for _, m := range ms {
+		<-m.s.Ready()
+	}
+	leader := ms[0]
+	for _, m := range ms {
+		if m.s.ID() == m.s.Leader() {
+			leader = m
+		}
+	}
+	down := ms[0]
+	if down == leader {
+		down = ms[1]
+	}
+	downID := down.s.ID()
+	down.stop()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.curl}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 60 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("k%02d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down.start()
+	to, from := formatID(downID), formatID(leader.s.ID())
+	for series, m := range map[string]*member{
+		`etcd_network_snapshot_send_success{To="` + to + `"}`:                             leader,
+		`etcd_network_snapshot_send_total_duration_seconds_count{To="` + to + `"}`:        leader,
+		`etcd_network_snapshot_receive_success{From="` + from + `"}`:                      down,
+		`etcd_network_snapshot_receive_total_duration_seconds_count{From="` + from + `"}`: down,
+		`etcd_network_disconnected_peers_total{Local="` + from + `",Remote="` + to + `"}`: leader,
+	} {
+		waitFor(t, 20*time.Second, series, func() bool { v, _ := value(scrape(t, m.curl), series); return v > 0 })
+	}
+}

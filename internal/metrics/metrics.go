@@ -62,6 +62,8 @@ type Member struct {
 	HealthFailures prometheus.Counter
 
 	peerRoundTrip *prometheus.HistogramVec
+	snapshotSend  *prometheus.HistogramVec
+	snapshotRecv  *prometheus.HistogramVec
 
 	apply          *prometheus.HistogramVec
 	request        *prometheus.HistogramVec
@@ -135,6 +137,10 @@ func New(extensive bool) *Member {
 			Help: "The total number of client requests per client version."}, []string{"type", "client_api_version"}),
 		peerRoundTrip: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_network_peer_round_trip_time_seconds",
 			Help: "Round-Trip-Time histogram between peers", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"To"}),
+		snapshotSend: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_network_snapshot_send_total_duration_seconds",
+			Help: "Total latency distributions of v3 snapshot sends", Buckets: prometheus.ExponentialBuckets(0.1, 2, 10)}, []string{"To"}),
+		snapshotRecv: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_network_snapshot_receive_total_duration_seconds",
+			Help: "Total latency distributions of v3 snapshot receives", Buckets: prometheus.ExponentialBuckets(0.1, 2, 10)}, []string{"From"}),
 		clientRecv: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_network_client_grpc_received_bytes_total", Help: "The total number of bytes received from grpc clients."}),
 		clientSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_network_client_grpc_sent_bytes_total", Help: "The total number of bytes sent to grpc clients."}),
 
@@ -155,7 +161,7 @@ func (m *Member) Collectors() []prometheus.Collector {
 		m.LeaseTTL,
 		m.WatchSendEvents, m.WatchSendPerEvent, m.WatchSendControl, m.WatchSendProgress,
 		m.HealthSuccess, m.HealthFailures,
-		m.apply, m.request, m.rangeDuration, m.clientRequests, m.clientRecv, m.clientSent, m.peerRoundTrip,
+		m.apply, m.request, m.rangeDuration, m.clientRequests, m.clientRecv, m.clientSent, m.peerRoundTrip, m.snapshotSend, m.snapshotRecv,
 	}
 	return append(cs, m.GRPC.collectors()...)
 }
@@ -214,6 +220,15 @@ func (m *Member) Range(ok bool, took time.Duration) {
 // PeerRoundTrip records a round trip to a peer (its ID in hexadecimal).
 func (m *Member) PeerRoundTrip(to string, rtt time.Duration) {
 	m.peerRoundTrip.WithLabelValues(to).Observe(rtt.Seconds())
+}
+
+// PeerSnapshot records a snapshot sent to a peer or received from one.
+func (m *Member) PeerSnapshot(peer string, sent bool, took time.Duration) {
+	vec := m.snapshotRecv
+	if sent {
+		vec = m.snapshotSend
+	}
+	vec.WithLabelValues(peer).Observe(took.Seconds())
 }
 
 // ClientRequest counts one client RPC of kind "unary" or "stream" from a

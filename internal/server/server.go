@@ -164,6 +164,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.peerClient, s.log)
 	s.transport.OnRoundTrip = func(peer uint64, rtt time.Duration) { s.metrics.PeerRoundTrip(fmt.Sprintf("%x", peer), rtt) }
+	s.transport.OnSnapshot = func(peer uint64, sent bool, took time.Duration) {
+		s.metrics.PeerSnapshot(fmt.Sprintf("%x", peer), sent, took)
+	}
 	s.transport.Routes = map[string]http.Handler{
 		pathMembers:    http.HandlerFunc(s.serveMembers),
 		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),

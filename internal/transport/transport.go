@@ -74,8 +74,10 @@ type Transport struct {
 	Routes map[string]http.Handler
 	Log    *slog.Logger
 	// OnRoundTrip, if set, is told of each probe of a peer answered, with
-	// the time the round trip took (see ProbeInterval).
+	// the time the round trip took (see ProbeInterval); OnSnapshot of each
+	// snapshot sent to a peer or received from one, and how long it took.
 	OnRoundTrip func(peer uint64, rtt time.Duration)
+	OnSnapshot  func(peer uint64, sent bool, took time.Duration)
 
 	client *http.Client
 	mu     sync.RWMutex
@@ -86,17 +88,29 @@ type Transport struct {
 	amu     sync.Mutex
 	streams map[uint64]int
 	since   map[uint64]time.Time
-	// received counts the message bytes from each peer (guarded by amu;
-	// the counters themselves are atomic).
-	received map[uint64]*atomic.Int64
+	// from counts what arrives from each peer (guarded by amu; the
+	// counters themselves are atomic).
+	from map[uint64]*fromPeer
 
 	heartbeatFailures atomic.Int64
+}
+
+// fromPeer counts what arrives from one peer.
+type fromPeer struct {
+	received                         atomic.Int64 // message bytes
+	snapshotsReceived, snapshotsOpen atomic.Int64
 }
 
 // PeerCount is what the transport counts of one peer (Counts).
 type PeerCount struct {
 	ID             uint64
 	Sent, Received int64 // message bytes
+	// SendFailures counts the messages that could not be sent to the
+	// peer; Disconnects the times its message stream was lost.
+	SendFailures, Disconnects int64
+	// Snapshots sent to and received from the peer, and those under way.
+	SnapshotsSent, SnapshotsSending       int64
+	SnapshotsReceived, SnapshotsReceiving int64
 }
 
 // Counts returns the counts of every peer sent to or received from, and
@@ -111,12 +125,15 @@ func (t *Transport) Counts() (peers []PeerCount, heartbeatFailures int64) {
 	}
 	t.mu.RLock()
 	for id, p := range t.peers {
-		get(id).Sent = p.sent.Load()
+		pc := get(id)
+		pc.Sent, pc.SendFailures, pc.Disconnects = p.sent.Load(), p.sendFailures.Load(), p.disconnects.Load()
+		pc.SnapshotsSent, pc.SnapshotsSending = p.snapshotsSent.Load(), p.snapshotsOpen.Load()
 	}
 	t.mu.RUnlock()
 	t.amu.Lock()
-	for id, n := range t.received {
-		get(id).Received = n.Load()
+	for id, f := range t.from {
+		pc := get(id)
+		pc.Received, pc.SnapshotsReceived, pc.SnapshotsReceiving = f.received.Load(), f.snapshotsReceived.Load(), f.snapshotsOpen.Load()
 	}
 	t.amu.Unlock()
 	for _, pc := range byID {
@@ -125,16 +142,16 @@ func (t *Transport) Counts() (peers []PeerCount, heartbeatFailures int64) {
 	return peers, t.heartbeatFailures.Load()
 }
 
-// receivedFrom returns the counter of the bytes received from peer id.
-func (t *Transport) receivedFrom(id uint64) *atomic.Int64 {
+// fromPeer returns the counts of what arrives from peer id.
+func (t *Transport) fromPeer(id uint64) *fromPeer {
 	t.amu.Lock()
 	defer t.amu.Unlock()
-	n := t.received[id]
-	if n == nil {
-		n = new(atomic.Int64)
-		t.received[id] = n
+	f := t.from[id]
+	if f == nil {
+		f = new(fromPeer)
+		t.from[id] = f
 	}
-	return n
+	return f
 }
 
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
@@ -183,7 +200,7 @@ func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.C
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
 		client:  client,
 		peers:   make(map[uint64]*peer),
-		streams: make(map[uint64]int), since: make(map[uint64]time.Time), received: make(map[uint64]*atomic.Int64),
+		streams: make(map[uint64]int), since: make(map[uint64]time.Time), from: make(map[uint64]*fromPeer),
 	}
 }
 
@@ -235,6 +252,7 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 			batch = append(batch, m)
 		}
 		if len(batch) > 0 && !p.enqueue(batch) {
+			p.sendFailures.Add(int64(len(batch)))
 			for _, m := range batch {
 				if m.GetType() == raftpb.MessageType_MsgHeartbeat {
 					t.heartbeatFailures.Add(1)
@@ -323,7 +341,7 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 		t.streamOpened(from)
 		defer t.streamClosed(from)
 	}
-	received := t.receivedFrom(from)
+	received := &t.fromPeer(from).received
 	body := io.LimitReader(r.Body, 512<<20)
 	var buf bytes.Buffer
 	for {
@@ -370,10 +388,19 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a snapshot message", http.StatusBadRequest)
 		return
 	}
-	if err := t.Raft.ReceiveSnapshot(r.Context(), m, r.Body); err != nil {
+	f := t.fromPeer(m.GetFrom())
+	f.snapshotsOpen.Add(1)
+	start := time.Now()
+	err := t.Raft.ReceiveSnapshot(r.Context(), m, r.Body)
+	f.snapshotsOpen.Add(-1)
+	if err != nil {
 		t.Log.Warn("receiving snapshot failed", "from", fmt.Sprintf("%x", m.GetFrom()), "err", err)
 		http.Error(w, "receive snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
+	}
+	f.snapshotsReceived.Add(1)
+	if t.OnSnapshot != nil {
+		t.OnSnapshot(m.GetFrom(), false, time.Since(start))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -419,7 +446,10 @@ type peer struct {
 	active bool
 	done   chan struct{}
 	once   sync.Once
-	sent   atomic.Int64 // message bytes written to the peer
+	// counts (Transport.Counts): message bytes written to the peer,
+	// messages that could not be, streams lost, snapshots sent and under way
+	sent, sendFailures, disconnects atomic.Int64
+	snapshotsSent, snapshotsOpen    atomic.Int64
 }
 
 // peerQueueSize is how many messages may wait for one peer; more are
@@ -507,6 +537,7 @@ func (p *peer) run() {
 		}
 		if p.active {
 			p.active = false
+			p.disconnects.Add(1)
 			p.t.Log.Warn("lost TCP streaming connection with remote peer", "stream-writer-type", "stream Message",
 				"local-member-id", fmt.Sprintf("%x", p.t.MemberID), "remote-peer-id", fmt.Sprintf("%x", p.id), "error", err)
 			p.t.Log.Warn("peer became inactive (message send to peer failed)", "peer-id", fmt.Sprintf("%x", p.id), "error", err)
@@ -545,6 +576,7 @@ func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error 
 		}
 		batch = p.take(batch)
 		if err := p.write(w, buf, coalesce(batch)); err != nil {
+			p.sendFailures.Add(int64(len(batch)))
 			return err
 		}
 		if !p.active {
@@ -684,10 +716,18 @@ func (p *peer) sendSnapshot(m *raftpb.Message) {
 	var lenBuf [4]byte
 	binary.BigEndian.PutUint32(lenBuf[:], uint32(len(data)))
 	body := io.MultiReader(bytes.NewReader(lenBuf[:]), bytes.NewReader(data), db)
-	if err := p.post(PathSnapshot, body); err != nil {
+	p.snapshotsOpen.Add(1)
+	start := time.Now()
+	err = p.post(PathSnapshot, body)
+	p.snapshotsOpen.Add(-1)
+	if err != nil {
 		p.t.Log.Warn("sending snapshot failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
 		p.t.Raft.ReportSnapshot(p.id, true)
 		return
+	}
+	p.snapshotsSent.Add(1)
+	if p.t.OnSnapshot != nil {
+		p.t.OnSnapshot(p.id, true, time.Since(start))
 	}
 	p.t.Log.Info("sent snapshot", "peer", fmt.Sprintf("%x", p.id), "index", m.GetSnapshot().GetMetadata().GetIndex())
 	p.t.Raft.ReportSnapshot(p.id, false)
