@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -45,6 +46,9 @@ type API struct {
 	// --listen-metrics-urls (metricsSrv).
 	metricsHandler http.Handler
 	metricsSrv     []*http.Server
+	// metricsTLS is a copy of the client TLS configuration made before
+	// any server uses (and so changes) it, for the https metrics URLs.
+	metricsTLS *tls.Config
 	// defragging is set while a defragmentation runs (maintenance.go).
 	defragging atomic.Bool
 }
@@ -81,6 +85,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
 	}
 	a.local = newChanListener(localAddr{})
+	a.metricsTLS = s.ClientTLS().Clone()
 	return a
 }
 
@@ -119,7 +124,7 @@ func (a *API) listen(what, u string) (ln net.Listener, secure bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("listen on %s URL %s: %w", what, u, err)
 	}
-	if secure && a.http.TLSConfig == nil {
+	if secure && a.s.ClientTLS() == nil {
 		ln.Close()
 		return nil, false, fmt.Errorf("%s URL %s: the member has no TLS configuration", what, u)
 	}

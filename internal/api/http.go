@@ -2,6 +2,7 @@ package api
 
 import (
 	"expvar"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -55,8 +56,8 @@ func (a *API) serveMetricsURLs() error {
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.http.TLSConfig,
-			ErrorLog: a.http.ErrorLog}
+		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.metricsTLS.Clone(),
+			ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 		a.metricsSrv = append(a.metricsSrv, srv)
 		a.wg.Add(1)
 		go func() {
