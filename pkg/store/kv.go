@@ -20,7 +20,7 @@ type ranger interface {
 
 // ExecRange runs a range request in a read transaction.
 func (r *ReadTxn) ExecRange(req *pb.RangeRequest) (*pb.RangeResponse, error) {
-	r.counts.ranges++
+	r.ranges++
 	return execRange(r, req)
 }
 
