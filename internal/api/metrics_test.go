@@ -456,7 +456,7 @@ func TestListenMetricsURLsOverTLS(t *testing.T) {
 		CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile}})
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: certs.ClientConfig(t)}}
 	defer c.CloseIdleConnections()
-	if _, status, body := get(t, c, murl+"/metrics"); status != http.StatusOK || !strings.Contains(body, "etcd_server_has_leader 1") {
+	if _, status, body := get(t, c, murl+"/metrics"); status != http.StatusOK || !strings.Contains(body, "\netcd_server_has_leader ") {
 		t.Errorf("GET /metrics over TLS: %d %.200s", status, body)
 	}
 }
