@@ -431,7 +431,12 @@ func TestMetricsOfPeers(t *testing.T) {
 // and nothing else of the client API.
 func TestListenMetricsURLs(t *testing.T) {
 	murl := testnet.FreeURL(t)
-	startMember(t, server.Config{ListenMetricsURLs: []string{murl}})
+	_, s, _ := startMember(t, server.Config{ListenMetricsURLs: []string{murl}})
+	select { // /health is true once the member has its leader
+	case <-s.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the member is not ready within 20 s")
+	}
 	for path, want := range map[string]int{"/metrics": http.StatusOK, "/health": http.StatusOK, "/v3/kv/range": http.StatusNotFound, "/version": http.StatusNotFound} {
 		resp, err := http.Get(murl + path)
 		if err != nil {
