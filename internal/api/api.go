@@ -7,13 +7,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -21,6 +24,7 @@ import (
 	"github.com/cairnkv/cairn/internal/api/electionpb"
 	"github.com/cairnkv/cairn/internal/api/lockpb"
 	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -39,6 +43,16 @@ type API struct {
 	// certUsers is --client-cert-auth: a client certificate's common name
 	// names the caller's user (certuser.go).
 	certUsers bool
+	metrics   *metrics.Member
+	// metricsHandler serves /metrics, on the client URLs and on the
+	// --listen-metrics-urls (metricsSrv).
+	metricsHandler http.Handler
+	metricsSrv     []*http.Server
+	// metricsTLS is a copy of the client TLS configuration made before
+	// any server uses (and so changes) it, for the https metrics URLs.
+	metricsTLS *tls.Config
+	// defragging is set while a defragmentation runs (maintenance.go).
+	defragging atomic.Bool
 }
 
 // New builds the services of member s.
@@ -46,14 +60,15 @@ func New(s *server.Server, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth}
+	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth, metrics: s.Metrics()}
 	a.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
 		grpc.MaxConcurrentStreams(1<<31-1),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
-		grpc.ChainStreamInterceptor(a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
+		// metrics first, so that every RPC is counted, refused ones too
+		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
+		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
 	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
@@ -64,6 +79,9 @@ func New(s *server.Server, log *slog.Logger) *API {
 	// and etcd's Election and Lock (recipes.go)
 	electionpb.RegisterElectionServer(a.grpc, &electionServer{r: newRecipes(a)})
 	lockpb.RegisterLockServer(a.grpc, &lockServer{r: newRecipes(a)})
+	a.metrics.GRPC.Init(a.grpc)
+	reg := newMetrics(a)
+	a.metricsHandler = promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	a.http = &http.Server{
 		Handler:           a.httpHandler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -72,6 +90,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
 	}
 	a.local = newChanListener(localAddr{})
+	a.metricsTLS = s.ClientTLS().Clone()
 	return a
 }
 
@@ -86,15 +105,10 @@ func (a *API) Serve(clientURLs []string) error {
 		return fmt.Errorf("start the JSON gateway: %w", err)
 	}
 	for _, u := range clientURLs {
-		ln, secure, err := listen.URL(u)
+		ln, secure, err := a.listen("client", u)
 		if err != nil {
-			return fmt.Errorf("listen on client URL %s: %w", u, err)
+			return err
 		}
-		if secure && a.http.TLSConfig == nil {
-			ln.Close()
-			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
-		}
-		a.lns = append(a.lns, ln)
 		if secure {
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
@@ -105,7 +119,22 @@ func (a *API) Serve(clientURLs []string) error {
 		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
 		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 	}
-	return nil
+	return a.serveMetricsURLs()
+}
+
+// listen opens the listener of a client or metrics URL (what) and keeps
+// it to close at Stop; an https URL needs the member's TLS configuration.
+func (a *API) listen(what, u string) (ln net.Listener, secure bool, err error) {
+	ln, secure, err = listen.URL(u)
+	if err != nil {
+		return nil, false, fmt.Errorf("listen on %s URL %s: %w", what, u, err)
+	}
+	if secure && a.s.ClientTLS() == nil {
+		ln.Close()
+		return nil, false, fmt.Errorf("%s URL %s: the member has no TLS configuration", what, u)
+	}
+	a.lns = append(a.lns, ln)
+	return ln, secure, nil
 }
 
 // dialLocal opens an in-process connection to the gRPC server.
@@ -136,6 +165,9 @@ func (a *API) Stop() {
 	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
+	for _, srv := range a.metricsSrv {
+		srv.Close()
+	}
 	a.wg.Wait()
 }
 

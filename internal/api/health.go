@@ -47,6 +47,11 @@ func (a *API) serveHealth(w http.ResponseWriter, r *http.Request) {
 			healthy, reason = false, "RANGE ERROR:"+err.Error()
 		}
 	}
+	if healthy {
+		a.metrics.HealthSuccess.Inc()
+	} else {
+		a.metrics.HealthFailures.Inc()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if !healthy {
 		a.log.Warn("serving /health false", "reason", reason)

@@ -1,12 +1,13 @@
 package api
 
 import (
+	"expvar"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"time"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
@@ -22,7 +23,8 @@ func (a *API) httpHandler() http.Handler {
 	mux.HandleFunc("/version", a.serveVersion)
 	mux.Handle("/v3/", a.refuseCertUsers(&a.gw))
 	mux.Handle("/v3beta/", a.refuseCertUsers(&a.gw))
-	mux.Handle("/metrics", promhttp.HandlerFor(newMetrics(a), promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", a.metricsHandler)
+	mux.Handle("/debug/vars", expvar.Handler()) // Go's runtime variables, as etcd serves them
 	if a.s.Config().EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -37,4 +39,36 @@ func (a *API) httpHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// metricsOnlyHandler serves the --listen-metrics-urls: /metrics and
+// /health only, as etcd does.
+func (a *API) metricsOnlyHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", a.serveHealth)
+	mux.Handle("/metrics", a.metricsHandler)
+	return mux
+}
+
+// serveMetricsURLs listens on every --listen-metrics-urls.
+func (a *API) serveMetricsURLs() error {
+	for _, u := range a.s.Config().ListenMetricsURLs {
+		ln, secure, err := a.listen("metrics", u)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.metricsTLS.Clone(),
+			ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+		a.metricsSrv = append(a.metricsSrv, srv)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if secure {
+				srv.ServeTLS(ln, "", "")
+			} else {
+				srv.Serve(ln)
+			}
+		}()
+	}
+	return nil
 }

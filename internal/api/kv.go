@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -29,7 +30,8 @@ func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.M
 	return resp, toGRPC(err)
 }
 
-func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeResponse, error) {
+func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.RangeResponse, err error) {
+	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
 	if !req.Serializable && k.a.s.IsLearner() {
 		return nil, rpctypes.ErrGRPCNotSupportedForLearner
 	}
@@ -46,7 +48,9 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeRe
 	if err := k.a.s.AuthStore().IsRangePermitted(info, req.Key, req.RangeEnd); err != nil {
 		return nil, toGRPC(err)
 	}
+	start := time.Now()
 	resp, err := k.a.s.Store().Range(req)
+	k.a.metrics.Range(err == nil, time.Since(start))
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -59,14 +60,21 @@ func (m *maintenanceServer) Alarm(ctx context.Context, req *pb.AlarmRequest) (*p
 }
 
 func (m *maintenanceServer) Defragment(ctx context.Context, req *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
-	if err := m.a.s.Store().Backend().Defrag(); err != nil {
+	m.a.defragging.Store(true)
+	start := time.Now()
+	err := m.a.s.Store().Backend().Defrag()
+	m.a.metrics.BackendDefrag.Observe(time.Since(start).Seconds())
+	m.a.defragging.Store(false)
+	if err != nil {
 		return nil, toGRPC(err)
 	}
 	return &pb.DefragmentResponse{}, nil // no header, as etcd's
 }
 
 func (m *maintenanceServer) Hash(ctx context.Context, req *pb.HashRequest) (*pb.HashResponse, error) {
+	start := time.Now()
 	h, err := m.a.s.Store().Hash()
+	m.a.metrics.Hash.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -74,7 +82,9 @@ func (m *maintenanceServer) Hash(ctx context.Context, req *pb.HashRequest) (*pb.
 }
 
 func (m *maintenanceServer) HashKV(ctx context.Context, req *pb.HashKVRequest) (*pb.HashKVResponse, error) {
+	start := time.Now()
 	h, err := m.a.s.Store().HashKV(req.Revision)
+	m.a.metrics.HashRev.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -97,7 +107,9 @@ func (m *maintenanceServer) Snapshot(req *pb.SnapshotRequest, stream grpc.Server
 	total := uint64(st.Backend().SnapshotSize())
 	pr, pw := io.Pipe()
 	go func() {
+		start := time.Now()
 		_, err := st.Backend().WriteSnapshot(pw)
+		m.a.metrics.BackendSnapshot.Observe(time.Since(start).Seconds())
 		pw.CloseWithError(err)
 	}()
 	defer pr.Close()

@@ -22,7 +22,7 @@ const testBcryptCost = bcrypt.MinCost
 // startMember runs a single-member cluster in process with its client API,
 // stopped at the end of the test, and returns its client URL, the member
 // and a client of it. cfg may name the peer URL; the rest is chosen here.
-func startMember(t *testing.T, cfg server.Config) (string, *server.Server, *clientv3.Client) {
+func startMember(t testing.TB, cfg server.Config) (string, *server.Server, *clientv3.Client) {
 	t.Helper()
 	curl := testnet.FreeURL(t)
 	cfg.Name, cfg.DataDir = "m1", t.TempDir()

@@ -29,7 +29,7 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 	replaced := ws.a.s.StoreReplaced()
 	st := ws.a.s.Store()
 	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{}}
-	defer w.ms.Close()
+	defer w.close()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- w.recvLoop() }()
 	ticker := time.NewTicker(ProgressNotifyInterval)
@@ -46,7 +46,8 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 			}
 			return err
 		case <-stream.Context().Done():
-			return stream.Context().Err()
+			// Canceled (or DeadlineExceeded) as the status, as etcd's.
+			return status.FromContextError(stream.Context().Err()).Err()
 		case <-replaced:
 			// The member installed a snapshot: the client resumes its
 			// watchers on the new store from the revisions it has seen.
@@ -61,9 +62,12 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 			if !ok {
 				return nil
 			}
+			w.ms.EventsReceived(len(resp.Events))
+			start := time.Now()
 			if err := w.send(resp); err != nil {
 				return err
 			}
+			w.a.observeWatchSend(len(resp.Events), time.Since(start))
 		}
 	}
 }
@@ -76,6 +80,15 @@ type watchStream struct {
 	mu       sync.Mutex
 	progress map[store.WatchID]bool // watchers created with progress_notify
 	fragment map[store.WatchID]bool // watchers that accept fragmented responses
+}
+
+// close ends the store's stream and takes what it still holds, so that
+// its events do not stay counted as pending.
+func (w *watchStream) close() {
+	w.ms.Close()
+	for resp := range w.ms.Chan() {
+		w.ms.EventsReceived(len(resp.Events))
+	}
 }
 
 func (w *watchStream) recvLoop() error {
@@ -94,7 +107,7 @@ func (w *watchStream) recvLoop() error {
 				delete(w.progress, id)
 				delete(w.fragment, id)
 				w.mu.Unlock()
-				w.sendRaw(&pb.WatchResponse{Header: w.a.header(0), WatchId: int64(id), Canceled: true})
+				w.sendControl(&pb.WatchResponse{Header: w.a.header(0), WatchId: int64(id), Canceled: true})
 			}
 		case *pb.WatchRequest_ProgressRequest:
 			w.ms.RequestProgressAll()
@@ -105,7 +118,7 @@ func (w *watchStream) recvLoop() error {
 func (w *watchStream) create(cr *pb.WatchCreateRequest) {
 	// auth: the stream's token is checked at each creation, as etcd does.
 	if err := w.a.checkWatch(w.grpc.Context(), cr); err != nil {
-		w.sendRaw(&pb.WatchResponse{Header: w.a.header(0), WatchId: -1, Created: true, Canceled: true, CancelReason: toGRPC(err).Error()})
+		w.sendControl(&pb.WatchResponse{Header: w.a.header(0), WatchId: -1, Created: true, Canceled: true, CancelReason: toGRPC(err).Error()})
 		return
 	}
 	id := store.WatchID(cr.WatchId)
@@ -145,9 +158,18 @@ func (w *watchStream) create(cr *pb.WatchCreateRequest) {
 			w.fragment[got] = true
 		}
 	}
+	start := time.Now()
 	w.grpc.Send(resp)
+	w.a.metrics.WatchSendControl.Observe(time.Since(start).Seconds())
 	w.sendMu.Unlock()
 	w.mu.Unlock()
+}
+
+// sendControl sends a response of the stream's own (created, canceled).
+func (w *watchStream) sendControl(resp *pb.WatchResponse) {
+	start := time.Now()
+	w.sendRaw(resp)
+	w.a.metrics.WatchSendControl.Observe(time.Since(start).Seconds())
 }
 
 func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {

@@ -91,6 +91,8 @@ default.cairn, like a bare etcd.`,
 	f.String("log-outputs", "default", "Specify 'stdout' or 'stderr', or a list of comma separated output targets (files).")
 	f.String("log-format", "json", "Configures log format. Only supports json, console (and cairn's text).")
 	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
+	f.String("metrics", "basic", "Set level of detail for exported metrics, specify 'extensive' to include server side grpc histogram metrics.")
+	f.String("listen-metrics-urls", "", "List of URLs to listen on for the /metrics and /health endpoints. For https, the client URL TLS info is used.")
 	return cmd
 }
 
@@ -171,6 +173,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		},
 		Logger: logger,
 	}
+	cfg.Metrics, cfg.ListenMetricsURLs = v.GetString("metrics"), splitList(v.GetString("listen-metrics-urls"))
 	return cfg, nil
 }
 

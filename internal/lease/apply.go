@@ -28,6 +28,7 @@ func (l *Lessor) Grant(w *store.WriteTxn, id, ttl int64) (Lease, error) {
 	}
 	ls := newLease(id, ttl, 0)
 	l.leases[id] = ls
+	l.granted.Add(1)
 	if l.primary {
 		l.startClockLocked(ls, l.cfg.Now())
 	}
@@ -57,6 +58,7 @@ func (l *Lessor) Revoke(w *store.WriteTxn, id int64) error {
 		l.cps.remove(ls)
 		ls.clearQueued = false
 	}
+	l.revoked.Add(1)
 	return nil
 }
 

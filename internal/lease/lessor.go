@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/store"
@@ -25,6 +26,14 @@ type Lessor struct {
 	expiry  leaseHeap // on the primary: every lease, by next expiry check
 	cps     leaseHeap // on the primary: leases due a checkpoint
 	clears  []int64   // leases whose checkpoint Renew cleared, to propose
+
+	granted, revoked, renewed atomic.Int64 // Counts
+}
+
+// Counts returns the leases granted, revoked and renewed (by this member
+// as the primary) since the lessor began.
+func (l *Lessor) Counts() (granted, revoked, renewed int64) {
+	return l.granted.Load(), l.revoked.Load(), l.renewed.Load()
 }
 
 // New returns a lessor, not primary, holding the leases recorded in s.

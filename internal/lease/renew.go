@@ -30,5 +30,6 @@ func (l *Lessor) Renew(id int64) (int64, error) {
 		}
 	}
 	l.startClockLocked(ls, now)
+	l.renewed.Add(1)
 	return ls.ttl, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
@@ -100,7 +101,9 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 		s.log.Error("skipping an entry that does not decode", "index", e.GetIndex(), "err", err)
 		return w.End()
 	}
+	start := time.Now()
 	res := s.applyRequest(w, req, e.GetIndex())
+	s.observeApply(req, res, start)
 	failpoint.Hit("applyBeforeConsistentIndex")
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
@@ -437,7 +440,9 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 		s.snapshotIndex = max(s.snapshotIndex, index)
 		return nil
 	}
+	s.counts.applyingSnapshot.Store(true)
 	st, err := s.replaceDB(index)
+	s.counts.applyingSnapshot.Store(false)
 	if err != nil {
 		return fmt.Errorf("install snapshot at %d: %w", index, err)
 	}
@@ -466,7 +471,7 @@ func (s *Server) replaceDB(index uint64) (*store.Store, error) {
 	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log})
+	st, err := s.openStore()
 	if err != nil {
 		return nil, err
 	}

@@ -132,6 +132,7 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error)
 	if err := s.proposeConfChange(ctx, raftpb.ConfChangeType_ConfChangeAddNode, m); err != nil {
 		return nil, err
 	}
+	s.counts.learnerPromotes.Add(1)
 	return s.members.list(), nil
 }
 
@@ -216,7 +217,7 @@ func (s *Server) join() error {
 	if s.id == 0 {
 		return fmt.Errorf("join: the cluster has no member with peer URLs %v; add it first with `member add`", s.cfg.InitialAdvertisePeerURLs)
 	}
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.walOptions())
 	if err != nil {
 		return err
 	}

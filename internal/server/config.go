@@ -69,6 +69,13 @@ type Config struct {
 	// Features are the feature gates (--feature-gates).
 	Features Features
 	Logger   *slog.Logger
+
+	// Metrics is etcd's --metrics: "basic" (also when empty) or
+	// "extensive", which adds the gRPC handling-time histograms.
+	// ListenMetricsURLs (--listen-metrics-urls) are more URLs that serve
+	// /metrics and /health only.
+	Metrics           string
+	ListenMetricsURLs []string
 }
 
 // Defaults of etcd.
@@ -169,6 +176,17 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateTLS(); err != nil {
 		return err
+	}
+	if c.Metrics != "" && c.Metrics != "basic" && c.Metrics != "extensive" {
+		return fmt.Errorf("--metrics: %q is neither basic nor extensive", c.Metrics)
+	}
+	for _, u := range c.ListenMetricsURLs {
+		if err := cluster.CheckURL(u); err != nil {
+			return fmt.Errorf("--listen-metrics-urls: %w", err)
+		}
+		if strings.HasPrefix(u, "https://") && !c.ClientTLS.AutoTLS && (c.ClientTLS.CertFile == "" || c.ClientTLS.KeyFile == "") {
+			return ErrMissingClientTLSForMetrics
+		}
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("--initial-cluster-state: %q is neither new nor existing", c.InitialClusterState)

@@ -40,6 +40,10 @@ func TestConfigValidation(t *testing.T) {
 			"TLS key/cert (--peer-cert-file, --peer-key-file) must be provided for peer url https://127.0.0.1:2380 with HTTPS scheme"},
 		"certificate without its key": {func(c *Config) { c.ClientTLS.CertFile = "server.pem" }, "--key-file and --cert-file must both be present"},
 		"bad TLS version":             {func(c *Config) { c.TLS.Min = "TLS1.1" }, `unexpected TLS version "TLS1.1"`},
+		"unknown metrics level":       {func(c *Config) { c.Metrics = "verbose" }, "--metrics"},
+		"bad metrics URL":             {func(c *Config) { c.ListenMetricsURLs = []string{"ftp://x:2381"} }, "--listen-metrics-urls"},
+		"https metrics without a certificate": {func(c *Config) { c.ListenMetricsURLs = []string{"https://127.0.0.1:2381"} },
+			"client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url"},
 	}
 	for name, tc := range cases {
 		c := base

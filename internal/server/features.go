@@ -67,16 +67,33 @@ func (f Features) Enabled(name string) bool {
 	return featureDefaults[name]
 }
 
-// FeatureHelp lists the gates for --help, as etcd's does.
-func FeatureHelp() string {
+// betaFeatures are the gates etcd 3.7.3 has at the beta stage; the others
+// are alpha.
+var betaFeatures = map[string]bool{"AllBeta": true, "FastLeaseKeepAlive": true, "TxnModeWriteWithSharedBuffer": true}
+
+// FeatureNames lists every gate, sorted.
+func FeatureNames() []string {
 	names := make([]string, 0, len(featureDefaults))
 	for n := range featureDefaults {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// FeatureStage is a gate's stage, as etcd's metrics label it: ALPHA or BETA.
+func FeatureStage(name string) string {
+	if betaFeatures[name] {
+		return "BETA"
+	}
+	return "ALPHA"
+}
+
+// FeatureHelp lists the gates for --help, as etcd's does.
+func FeatureHelp() string {
 	var b strings.Builder
 	b.WriteString("A set of key=value pairs that describe server level feature gates for alpha/experimental features. Options are:")
-	for _, n := range names {
+	for _, n := range FeatureNames() {
 		fmt.Fprintf(&b, "\n%s=true|false (default=%v)", n, featureDefaults[n])
 	}
 	return b.String()

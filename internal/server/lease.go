@@ -20,6 +20,7 @@ func (s *Server) applyLease(w *store.WriteTxn, req *pb.InternalRaftRequest) appl
 		if err != nil {
 			return applyResult{err: err}
 		}
+		s.metrics.LeaseTTL.Observe(float64(l.TTL))
 		return applyResult{resp: &pb.LeaseGrantResponse{Header: hdr(), ID: l.ID, TTL: l.TTL}}
 	case req.LeaseRevoke != nil:
 		if err := s.lessor.Revoke(w, req.LeaseRevoke.ID); err != nil {
@@ -107,7 +108,11 @@ func (s *Server) leaseLoop() {
 					// keys they carry.
 					ctx = auth.WithInfo(ctx, s.auth.RootInfo())
 				}
-				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && err != lease.ErrLeaseNotFound {
+				_, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id})
+				switch {
+				case err == nil:
+					s.counts.leasesExpired.Add(1)
+				case err != lease.ErrLeaseNotFound:
 					s.log.Warn("revoking an expired lease failed", "lease", id, "err", err)
 				}
 			}(l.ID)

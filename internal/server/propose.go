@@ -54,7 +54,15 @@ func (s *Server) ProposeCompaction(ctx context.Context, req *pb.CompactionReques
 	return res.resp.(*pb.CompactionResponse), nil
 }
 
+// propose replicates req and waits for its result, timed for the metrics.
 func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
+	start := time.Now()
+	res, err := s.replicate(ctx, req)
+	s.metrics.Request(requestType(req), err == nil && res.err == nil, time.Since(start))
+	return res, err
+}
+
+func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
 	id := s.reqIDs.get()
 	req.Header = &pb.RequestHeader{ID: id}
 	if ai, ok := auth.InfoFrom(ctx); ok { // auth: who proposes, checked at apply
@@ -166,6 +174,9 @@ func (s *Server) readIndexLoop() {
 		}
 		seq++
 		err := s.readIndex(seq)
+		if err != nil {
+			s.counts.readIndexFailed.Add(1)
+		}
 		for _, ch := range batch {
 			ch <- err
 		}
@@ -201,6 +212,7 @@ func (s *Server) readIndex(seq uint64) error {
 			send()
 		case rs := <-s.readState:
 			if string(rs.RequestCtx) != string(rctx) {
+				s.counts.slowReadIndexes.Add(1)
 				continue // an older round's answer
 			}
 			select {
@@ -217,6 +229,7 @@ func (s *Server) readIndex(seq uint64) error {
 			}
 			send() // the request may have been dropped during an election
 		case <-timeout.C:
+			s.counts.slowReadIndexes.Add(1)
 			if s.leaderID.Load() == 0 {
 				return ErrNoLeader
 			}

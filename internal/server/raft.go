@@ -156,9 +156,14 @@ func (s *Server) onLeaderChange(old, lead uint64) {
 func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 	md := snap.GetMetadata()
 	failpoint.Hit("raftBeforeSaveSnapshot")
-	if _, err := snapfmt.Write(s.cfg.snapDir(), snap); err != nil {
+	start := time.Now()
+	_, tm, err := snapfmt.WriteTimed(s.cfg.snapDir(), snap)
+	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
+	s.metrics.SnapSave.Observe(time.Since(start).Seconds())
+	s.metrics.SnapMarshalling.Observe(tm.Marshal.Seconds())
+	s.metrics.SnapFsync.Observe(tm.Fsync.Seconds())
 	failpoint.Hit("raftAfterSaveSnapshot")
 	return s.wal.SaveSnapshot(walfmt.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()})
 }
@@ -270,13 +275,16 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 	index := m.GetSnapshot().GetMetadata().GetIndex()
 	path := s.receivedDBPath(index)
 	tmp := path + ".tmp"
+	start := time.Now()
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
 	n, err := io.Copy(f, db)
 	if err == nil {
+		syncStart := time.Now()
 		err = f.Sync()
+		s.metrics.SnapDBFsync.Observe(time.Since(syncStart).Seconds())
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -290,6 +298,7 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 		return fmt.Errorf("save snapshot db: %w", err)
 	}
 	failpoint.Hit("snapshotAfterReceive")
+	s.metrics.SnapDBSave.Observe(time.Since(start).Seconds())
 	s.log.Info("received snapshot", "from", fmt.Sprintf("%x", m.GetFrom()), "index", index, "bytes", n)
 	return s.node.Step(ctx, m)
 }

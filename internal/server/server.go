@@ -18,6 +18,7 @@ import (
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -57,6 +58,9 @@ type Server struct {
 
 	leaderChanges   atomic.Uint64
 	proposalsFailed atomic.Uint64
+	counts          memberCounts // metrics.go
+	metrics         *metrics.Member
+	storeStats      *store.Stats
 
 	applyc    chan toApply
 	readc     chan chan error // linearizable read requests
@@ -110,7 +114,9 @@ func Start(cfg Config) (*Server, error) {
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
 		forwarded: make(chan *raftpb.Message, forwardedQueueSize), leaderless: newLeaderless(2 * cfg.ElectionTimeout),
 		stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
+		metrics: metrics.New(cfg.Metrics == "extensive"),
 	}
+	s.storeStats = newStoreStats(s.metrics)
 	tokens, err := auth.NewTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("--auth-token: %w", err)
@@ -122,7 +128,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: cfg.dbPath()}, Logger: s.log})
+	st, err := s.openStore()
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +163,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.peerClient, s.log)
+	s.transport.OnRoundTrip = func(peer uint64, rtt time.Duration) { s.metrics.PeerRoundTrip(fmt.Sprintf("%x", peer), rtt) }
+	s.transport.OnSnapshot = func(peer uint64, sent bool, took time.Duration) {
+		s.metrics.PeerSnapshot(fmt.Sprintf("%x", peer), sent, took)
+	}
 	s.transport.Routes = map[string]http.Handler{
 		pathMembers:    http.HandlerFunc(s.serveMembers),
 		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
@@ -265,7 +275,7 @@ func (s *Server) startNew() error {
 		s.members.members[m.ID] = &m
 	}
 	s.clusterID = ClusterID(ids)
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.walOptions())
 	if err != nil {
 		return err
 	}
@@ -281,14 +291,14 @@ func (s *Server) restart() error {
 	if err != nil {
 		return err
 	}
-	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
 	if errors.Is(err, walfmt.ErrTornFrame) {
 		res, rerr := walfmt.Repair(s.cfg.walDir())
 		if rerr != nil {
 			return fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)
 		}
 		s.log.Warn("repaired torn wal tail", "segment", res.Segment, "offset", res.Offset, "cut-bytes", res.CutBytes, "saved-to", res.BrokenPath)
-		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
 	}
 	if err != nil {
 		return err
@@ -385,9 +395,6 @@ func (s *Server) Leader() uint64 { return s.leaderID.Load() }
 
 // LeaderChanges counts the leader changes this member has seen.
 func (s *Server) LeaderChanges() uint64 { return s.leaderChanges.Load() }
-
-// ProposalsFailed counts the proposals that failed (dropped, timed out).
-func (s *Server) ProposalsFailed() uint64 { return s.proposalsFailed.Load() }
 
 // ProposalsPending counts the proposals waiting for their result.
 func (s *Server) ProposalsPending() int { return s.waiters.len() }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -28,7 +29,11 @@ import (
 const (
 	PathMessages = "/raft/messages"
 	PathSnapshot = "/raft/snapshot"
+	PathProbing  = "/raft/probing"
 )
+
+// ProbeInterval is how often a member measures the round trip to each peer.
+const ProbeInterval = 5 * time.Second
 
 // Headers every peer request carries.
 const (
@@ -68,6 +73,11 @@ type Transport struct {
 	// (the member list for joining members, lease forwarding).
 	Routes map[string]http.Handler
 	Log    *slog.Logger
+	// OnRoundTrip, if set, is told of each probe of a peer answered, with
+	// the time the round trip took (see ProbeInterval); OnSnapshot of each
+	// snapshot sent to a peer or received from one, and how long it took.
+	OnRoundTrip func(peer uint64, rtt time.Duration)
+	OnSnapshot  func(peer uint64, sent bool, took time.Duration)
 
 	client *http.Client
 	mu     sync.RWMutex
@@ -78,6 +88,70 @@ type Transport struct {
 	amu     sync.Mutex
 	streams map[uint64]int
 	since   map[uint64]time.Time
+	// from counts what arrives from each peer (guarded by amu; the
+	// counters themselves are atomic).
+	from map[uint64]*fromPeer
+
+	heartbeatFailures atomic.Int64
+}
+
+// fromPeer counts what arrives from one peer.
+type fromPeer struct {
+	received                         atomic.Int64 // message bytes
+	snapshotsReceived, snapshotsOpen atomic.Int64
+}
+
+// PeerCount is what the transport counts of one peer (Counts).
+type PeerCount struct {
+	ID             uint64
+	Sent, Received int64 // message bytes
+	// SendFailures counts the messages that could not be sent to the
+	// peer; Disconnects the times its message stream was lost.
+	SendFailures, Disconnects int64
+	// Snapshots sent to and received from the peer, and those under way.
+	SnapshotsSent, SnapshotsSending       int64
+	SnapshotsReceived, SnapshotsReceiving int64
+}
+
+// Counts returns the counts of every peer sent to or received from, and
+// the heartbeats that could not be queued for their peer.
+func (t *Transport) Counts() (peers []PeerCount, heartbeatFailures int64) {
+	byID := map[uint64]*PeerCount{}
+	get := func(id uint64) *PeerCount {
+		if byID[id] == nil {
+			byID[id] = &PeerCount{ID: id}
+		}
+		return byID[id]
+	}
+	t.mu.RLock()
+	for id, p := range t.peers {
+		pc := get(id)
+		pc.Sent, pc.SendFailures, pc.Disconnects = p.sent.Load(), p.sendFailures.Load(), p.disconnects.Load()
+		pc.SnapshotsSent, pc.SnapshotsSending = p.snapshotsSent.Load(), p.snapshotsOpen.Load()
+	}
+	t.mu.RUnlock()
+	t.amu.Lock()
+	for id, f := range t.from {
+		pc := get(id)
+		pc.Received, pc.SnapshotsReceived, pc.SnapshotsReceiving = f.received.Load(), f.snapshotsReceived.Load(), f.snapshotsOpen.Load()
+	}
+	t.amu.Unlock()
+	for _, pc := range byID {
+		peers = append(peers, *pc)
+	}
+	return peers, t.heartbeatFailures.Load()
+}
+
+// fromPeer returns the counts of what arrives from peer id.
+func (t *Transport) fromPeer(id uint64) *fromPeer {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	f := t.from[id]
+	if f == nil {
+		f = new(fromPeer)
+		t.from[id] = f
+	}
+	return f
 }
 
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
@@ -126,7 +200,7 @@ func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.C
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
 		client:  client,
 		peers:   make(map[uint64]*peer),
-		streams: make(map[uint64]int), since: make(map[uint64]time.Time),
+		streams: make(map[uint64]int), since: make(map[uint64]time.Time), from: make(map[uint64]*fromPeer),
 	}
 }
 
@@ -144,6 +218,7 @@ func (t *Transport) AddPeer(id uint64, urls []string) {
 	p := newPeer(t, id, urls)
 	t.peers[id] = p
 	go p.run()
+	go p.probe()
 }
 
 // RemovePeer stops sending to a peer.
@@ -177,6 +252,12 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 			batch = append(batch, m)
 		}
 		if len(batch) > 0 && !p.enqueue(batch) {
+			p.sendFailures.Add(int64(len(batch)))
+			for _, m := range batch {
+				if m.GetType() == raftpb.MessageType_MsgHeartbeat {
+					t.heartbeatFailures.Add(1)
+				}
+			}
 			t.Raft.ReportUnreachable(id)
 		}
 	}
@@ -198,6 +279,7 @@ func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathMessages, t.serveMessages)
 	mux.HandleFunc(PathSnapshot, t.serveSnapshot)
+	mux.HandleFunc(PathProbing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	for path, h := range t.Routes {
 		mux.Handle(path, h)
 	}
@@ -254,10 +336,12 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if !t.checkCluster(w, r) {
 		return
 	}
-	if from, err := strconv.ParseUint(r.Header.Get(HeaderFrom), 16, 64); err == nil {
+	from, err := strconv.ParseUint(r.Header.Get(HeaderFrom), 16, 64)
+	if err == nil {
 		t.streamOpened(from)
 		defer t.streamClosed(from)
 	}
+	received := &t.fromPeer(from).received
 	body := io.LimitReader(r.Body, 512<<20)
 	var buf bytes.Buffer
 	for {
@@ -268,6 +352,7 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "read message: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		received.Add(int64(4 + buf.Len()))
 		m := new(raftpb.Message)
 		if err := proto.Unmarshal(buf.Bytes(), m); err != nil {
 			http.Error(w, "decode message: "+err.Error(), http.StatusBadRequest)
@@ -303,10 +388,19 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a snapshot message", http.StatusBadRequest)
 		return
 	}
-	if err := t.Raft.ReceiveSnapshot(r.Context(), m, r.Body); err != nil {
+	f := t.fromPeer(m.GetFrom())
+	f.snapshotsOpen.Add(1)
+	start := time.Now()
+	err := t.Raft.ReceiveSnapshot(r.Context(), m, r.Body)
+	f.snapshotsOpen.Add(-1)
+	if err != nil {
 		t.Log.Warn("receiving snapshot failed", "from", fmt.Sprintf("%x", m.GetFrom()), "err", err)
 		http.Error(w, "receive snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
+	}
+	f.snapshotsReceived.Add(1)
+	if t.OnSnapshot != nil {
+		t.OnSnapshot(m.GetFrom(), false, time.Since(start))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -352,6 +446,10 @@ type peer struct {
 	active bool
 	done   chan struct{}
 	once   sync.Once
+	// counts (Transport.Counts): message bytes written to the peer,
+	// messages that could not be, streams lost, snapshots sent and under way
+	sent, sendFailures, disconnects atomic.Int64
+	snapshotsSent, snapshotsOpen    atomic.Int64
 }
 
 // peerQueueSize is how many messages may wait for one peer; more are
@@ -439,6 +537,7 @@ func (p *peer) run() {
 		}
 		if p.active {
 			p.active = false
+			p.disconnects.Add(1)
 			p.t.Log.Warn("lost TCP streaming connection with remote peer", "stream-writer-type", "stream Message",
 				"local-member-id", fmt.Sprintf("%x", p.t.MemberID), "remote-peer-id", fmt.Sprintf("%x", p.id), "error", err)
 			p.t.Log.Warn("peer became inactive (message send to peer failed)", "peer-id", fmt.Sprintf("%x", p.id), "error", err)
@@ -477,6 +576,7 @@ func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error 
 		}
 		batch = p.take(batch)
 		if err := p.write(w, buf, coalesce(batch)); err != nil {
+			p.sendFailures.Add(int64(len(batch)))
 			return err
 		}
 		if !p.active {
@@ -500,6 +600,7 @@ func (p *peer) write(w io.Writer, buf *bytes.Buffer, msgs []*raftpb.Message) err
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return err
 			}
+			p.sent.Add(int64(buf.Len()))
 			buf.Reset()
 		}
 	}
@@ -563,6 +664,41 @@ func (p *peer) post(path string, body io.Reader) error {
 	return nil
 }
 
+// probe measures the round trip of a request to the peer every
+// ProbeInterval, for OnRoundTrip, until the peer is stopped.
+func (p *peer) probe() {
+	if p.t.OnRoundTrip == nil {
+		return
+	}
+	tick := time.NewTicker(ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+		}
+		u := p.url()
+		if u == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ProbeInterval)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+PathProbing, nil)
+		if err == nil {
+			start := time.Now()
+			var resp *http.Response
+			if resp, err = p.t.client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					p.t.OnRoundTrip(p.id, time.Since(start))
+				}
+			}
+		}
+		cancel()
+	}
+}
+
 // sendSnapshot streams a snapshot message and its db to the peer.
 func (p *peer) sendSnapshot(m *raftpb.Message) {
 	db, err := p.t.Snapshot(m)
@@ -580,10 +716,18 @@ func (p *peer) sendSnapshot(m *raftpb.Message) {
 	var lenBuf [4]byte
 	binary.BigEndian.PutUint32(lenBuf[:], uint32(len(data)))
 	body := io.MultiReader(bytes.NewReader(lenBuf[:]), bytes.NewReader(data), db)
-	if err := p.post(PathSnapshot, body); err != nil {
+	p.snapshotsOpen.Add(1)
+	start := time.Now()
+	err = p.post(PathSnapshot, body)
+	p.snapshotsOpen.Add(-1)
+	if err != nil {
 		p.t.Log.Warn("sending snapshot failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
 		p.t.Raft.ReportSnapshot(p.id, true)
 		return
+	}
+	p.snapshotsSent.Add(1)
+	if p.t.OnSnapshot != nil {
+		p.t.OnSnapshot(p.id, true, time.Since(start))
 	}
 	p.t.Log.Info("sent snapshot", "peer", fmt.Sprintf("%x", p.id), "index", m.GetSnapshot().GetMetadata().GetIndex())
 	p.t.Raft.ReportSnapshot(p.id, false)

@@ -91,6 +91,29 @@ func TestMessagesReachPeer(t *testing.T) {
 	if len(to.got) != 2 || to.got[1].GetType() != raftpb.MessageType_MsgApp || to.got[1].GetTerm() != 3 {
 		t.Fatalf("received %v", to.got)
 	}
+	sent, _ := send.Counts()
+	received, _ := recv.Counts()
+	if len(sent) != 1 || sent[0].ID != 2 || sent[0].Sent == 0 || len(received) != 1 || received[0].ID != 1 || received[0].Received != sent[0].Sent {
+		t.Errorf("counts: sent %+v, received %+v", sent, received)
+	}
+}
+
+// TestMessagesThatCannotBeQueuedAreCounted: messages for a peer whose
+// queue is full are dropped and counted, heartbeats among them apart.
+func TestMessagesThatCannotBeQueuedAreCounted(t *testing.T) {
+	send := New(7, 1, newRecorder(), nil, NewClient(nil), slog.New(slog.DiscardHandler))
+	defer send.Stop()
+	send.AddPeer(2, []string{"http://127.0.0.1:1"})
+	var msgs []*raftpb.Message
+	for range peerQueueSize {
+		msgs = append(msgs, msg(2, raftpb.MessageType_MsgApp))
+	}
+	msgs = append(msgs, msg(2, raftpb.MessageType_MsgHeartbeat))
+	send.Send(msgs)
+	peers, heartbeats := send.Counts()
+	if len(peers) != 1 || peers[0].SendFailures != peerQueueSize+1 || heartbeats != 1 {
+		t.Errorf("counts %+v, heartbeat failures %d; want %d failures, 1 heartbeat", peers, heartbeats, peerQueueSize+1)
+	}
 }
 
 // TestRemovedMemberIsTold: a peer that refuses a member's messages because

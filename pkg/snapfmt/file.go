@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -40,23 +41,37 @@ func Read(path string) (*raftpb.Snapshot, error) {
 // absent or complete. It returns the file's path. A snapshot at index 0
 // (raft's empty snapshot) is refused.
 func Write(dir string, snap *raftpb.Snapshot) (string, error) {
-	md := snap.GetMetadata()
-	if md.GetIndex() == 0 {
-		return "", fmt.Errorf("write snap in %s: empty snapshot (index 0)", dir)
-	}
-	path := filepath.Join(dir, FileName(md.GetTerm(), md.GetIndex()))
-	b, err := Marshal(snap)
-	if err != nil {
-		return "", fmt.Errorf("write snap %s: %w", path, err)
-	}
-	if err := writeFileAtomic(path, b); err != nil {
-		return "", fmt.Errorf("write snap %s: %w", path, err)
-	}
-	return path, nil
+	path, _, err := WriteTimed(dir, snap)
+	return path, err
 }
 
-// writeFileAtomic writes b to path through path.tmp, with fsyncs.
-func writeFileAtomic(path string, b []byte) error {
+// Timings are how long the parts of a Write took: encoding the snapshot,
+// and the fsync of the file.
+type Timings struct{ Marshal, Fsync time.Duration }
+
+// WriteTimed is Write, and also tells how long its parts took (metrics).
+func WriteTimed(dir string, snap *raftpb.Snapshot) (string, Timings, error) {
+	var tm Timings
+	md := snap.GetMetadata()
+	if md.GetIndex() == 0 {
+		return "", tm, fmt.Errorf("write snap in %s: empty snapshot (index 0)", dir)
+	}
+	path := filepath.Join(dir, FileName(md.GetTerm(), md.GetIndex()))
+	start := time.Now()
+	b, err := Marshal(snap)
+	tm.Marshal = time.Since(start)
+	if err != nil {
+		return "", tm, fmt.Errorf("write snap %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, b, &tm.Fsync); err != nil {
+		return "", tm, fmt.Errorf("write snap %s: %w", path, err)
+	}
+	return path, tm, nil
+}
+
+// writeFileAtomic writes b to path through path.tmp, with fsyncs; the
+// file's fsync took fsync.
+func writeFileAtomic(path string, b []byte, fsync *time.Duration) error {
 	tmp := path + tmpExt
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
@@ -64,7 +79,9 @@ func writeFileAtomic(path string, b []byte) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
+		start := time.Now()
 		err = f.Sync()
+		*fsync = time.Since(start)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

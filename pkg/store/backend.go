@@ -29,6 +29,8 @@ type BackendConfig struct {
 	InitialMmapSize int
 	// Logger receives commit failures; nil discards.
 	Logger *slog.Logger
+	// Stats, if set, is told how long each commit took (Stats.OnCommit).
+	Stats *Stats
 }
 
 // Defaults of etcd: a batch commits after 100 ms or 10000 writes.
@@ -85,7 +87,8 @@ type Backend struct {
 	open     *writeBuffer
 	flushing *writeBuffer
 
-	size atomic.Int64 // of the file, as of the last commit
+	size      atomic.Int64 // of the file, as of the last commit
+	openReads atomic.Int64 // read views open (OpenReads)
 
 	commitNow chan struct{} // asks the commit loop for a commit before the interval
 	stop      chan struct{}
@@ -183,7 +186,11 @@ func (b *Backend) commit() error {
 // from looking it up. commitMu is held.
 func (b *Backend) flushBatch(batch *writeBuffer) error {
 	b.dbMu.RLock()
+	start := time.Now()
 	err := b.flush(batch)
+	if b.cfg.Stats != nil {
+		since(b.cfg.Stats.OnCommit, start)
+	}
 	b.dbMu.RUnlock()
 	if err != nil {
 		b.cfg.Logger.Error("backend commit failed; later writes will fail", "path", b.cfg.Path, "err", err)
@@ -253,6 +260,10 @@ func (b *Backend) flush(batch *writeBuffer) error {
 	failpoint.Hit("backendBeforeCommit")
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w", b.cfg.Path, err)
+	}
+	if st := b.cfg.Stats; st != nil && st.OnBoltCommit != nil {
+		ts := tx.Stats()
+		st.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
 	}
 	failpoint.Hit("backendAfterCommit")
 	return b.db.View(func(tx *bolt.Tx) error {
@@ -398,6 +409,7 @@ func (b *Backend) Read() *ReadTx {
 		b.dbMu.RUnlock()
 		return &ReadTx{err: fmt.Errorf("begin read %s: %w", b.cfg.Path, err)}
 	}
+	b.openReads.Add(1)
 	return &ReadTx{b: b, tx: tx, open: b.open, flushing: b.flushing}
 }
 
@@ -523,6 +535,7 @@ func (rt *ReadTx) Close() {
 	}
 	rt.tx.Rollback()
 	rt.tx = nil
+	rt.b.openReads.Add(-1)
 	rt.b.dbMu.RUnlock()
 }
 

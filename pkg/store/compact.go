@@ -29,8 +29,10 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 	// revisions, with what the index knows before it forgets.
 	hasher := newKVHasher(s.index, prev, rev)
 	s.mu.Lock()
+	paused := time.Now()
 	s.compactRev = rev
 	keep := s.index.compact(rev)
+	since(s.stats.OnIndexCompaction, paused)
 	s.mu.Unlock()
 	if err := w.wt.Put(BucketMeta, MetaScheduledCompactRev, RevisionKey(Revision{Main: rev}, false)); err != nil {
 		w.err = err
@@ -140,12 +142,14 @@ func (c *compactor) compact(job compactionJob) error {
 	end := RevisionKey(Revision{Main: job.rev + 1}, false)
 	pause := time.NewTimer(0)
 	defer pause.Stop()
+	began := time.Now()
 	for {
 		select {
 		case <-c.quit:
 			return errCompactionStopped
 		case <-pause.C:
 		}
+		batchStart := time.Now()
 		wt := s.b.Write()
 		var doomed [][]byte
 		scanned := 0
@@ -174,10 +178,14 @@ func (c *compactor) compact(job compactionJob) error {
 		if uerr := wt.Unlock(); err == nil {
 			err = uerr
 		}
+		since(s.stats.OnCompactionBatch, batchStart)
 		if err != nil {
 			return fmt.Errorf("compact at %d: %w", job.rev, err)
 		}
+		s.stats.CompactedKeys.Add(int64(len(doomed)))
 		if finished {
+			since(s.stats.OnCompaction, began)
+			s.stats.LastCompaction.Store(time.Now().Unix())
 			if job.hasher != nil {
 				s.compactionHashes.add(KVHash{Hash: job.hasher.sum(), HashRevision: job.rev, CompactRevision: reportedCompactRev(job.prevRev)})
 			}

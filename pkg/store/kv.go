@@ -20,11 +20,13 @@ type ranger interface {
 
 // ExecRange runs a range request in a read transaction.
 func (r *ReadTxn) ExecRange(req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	r.ranges++
 	return execRange(r, req)
 }
 
 // ExecRange runs a range request inside a write transaction.
 func (w *WriteTxn) ExecRange(req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	w.counts.ranges++
 	return execRange(w, req)
 }
 

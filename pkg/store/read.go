@@ -27,6 +27,7 @@ type ReadTxn struct {
 	rev        int64
 	compactRev int64
 	rt         *ReadTx
+	ranges     int64 // range requests run in it
 }
 
 // Read begins a read transaction.
@@ -49,6 +50,9 @@ func (r *ReadTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, error
 
 // End ends the transaction.
 func (r *ReadTxn) End() {
+	if r.ranges > 0 {
+		(&opCounts{ranges: r.ranges}).addTo(r.s.stats, &r.s.keys)
+	}
 	r.rt.Close()
 	r.s.mu.RUnlock()
 }

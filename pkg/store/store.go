@@ -24,6 +24,9 @@ type Config struct {
 	// CompactionPause is the pause between two compaction batches.
 	CompactionPause time.Duration
 	Logger          *slog.Logger
+	// Stats receives the store's counts and durations (stats.go); nil:
+	// the store keeps its own.
+	Stats *Stats
 }
 
 // Store is the multi-version key-value store. Its methods are safe for
@@ -43,6 +46,8 @@ type Store struct {
 
 	writeMu    sync.Mutex // one write transaction at a time
 	currentRev atomic.Int64
+	keys       atomic.Int64 // that exist at currentRev (Keys)
+	stats      *Stats
 
 	consistentIndex atomic.Uint64
 	term            atomic.Uint64
@@ -72,11 +77,17 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Backend.Logger == nil {
 		cfg.Backend.Logger = cfg.Logger
 	}
+	if cfg.Stats == nil {
+		cfg.Stats = new(Stats)
+	}
+	if cfg.Backend.Stats == nil {
+		cfg.Backend.Stats = cfg.Stats
+	}
 	b, err := OpenBackend(cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, b: b, index: newTreeIndex(), leases: newLeaseIndex()}
+	s := &Store{cfg: cfg, log: cfg.Logger, b: b, index: newTreeIndex(), leases: newLeaseIndex(), stats: cfg.Stats}
 	if err := s.init(); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Backend.Path, err)
@@ -202,6 +213,7 @@ func (s *Store) rebuild() error {
 		s.index.compact(s.compactRev)
 	}
 	s.currentRev.Store(max(current, s.compactRev))
+	s.keys.Store(int64(s.index.countAt(nil, []byte{0}, s.currentRev.Load())))
 	return nil
 }
 

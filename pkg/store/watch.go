@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -99,6 +100,11 @@ type watchHub struct {
 	wake chan struct{}
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	// streams and watchers open (guarded by mu), and the events handed to
+	// streams that their readers have not taken yet (WatchCounts).
+	streams, watchers int64
+	pending           atomic.Int64
 }
 
 func newWatchHub(s *Store) *watchHub {
@@ -118,8 +124,16 @@ func newWatchHub(s *Store) *watchHub {
 
 // NewWatchStream opens a stream of watch responses.
 func (s *Store) NewWatchStream() *WatchStream {
-	return &WatchStream{hub: s.watch, ch: make(chan WatchResponse, watchStreamBufferSize), watchers: make(map[WatchID]*watcher)}
+	h := s.watch
+	h.mu.Lock()
+	h.streams++
+	h.mu.Unlock()
+	return &WatchStream{hub: h, ch: make(chan WatchResponse, watchStreamBufferSize), watchers: make(map[WatchID]*watcher)}
 }
+
+// EventsReceived tells the stream its reader took n events off Chan (the
+// count of events pending, WatchCounts).
+func (ws *WatchStream) EventsReceived(n int) { ws.hub.pending.Add(-int64(n)) }
 
 // Chan returns the stream's responses. It is closed by Close.
 func (ws *WatchStream) Chan() <-chan WatchResponse { return ws.ch }
@@ -148,6 +162,7 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	}
 	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), opts: opts, minRev: startRev}
 	ws.watchers[id] = w
+	h.watchers++
 	if startRev == 0 || startRev > h.notifiedRev {
 		h.addSynced(w)
 	} else {
@@ -207,6 +222,7 @@ func (ws *WatchStream) Close() {
 		h.remove(w)
 	}
 	ws.closed = true
+	h.streams--
 	close(ws.ch)
 }
 
@@ -244,6 +260,7 @@ func (h *watchHub) remove(w *watcher) {
 		delete(h.unsynced, w)
 	}
 	delete(w.stream.watchers, w.id)
+	h.watchers--
 }
 
 func (h *watchHub) trySend(ws *WatchStream, resp WatchResponse) bool {
@@ -252,6 +269,10 @@ func (h *watchHub) trySend(ws *WatchStream, resp WatchResponse) bool {
 	}
 	select {
 	case ws.ch <- resp:
+		if n := int64(len(resp.Events)); n > 0 {
+			h.s.stats.EventsSent.Add(n)
+			h.pending.Add(n)
+		}
 		return true
 	default:
 		return false

@@ -13,6 +13,7 @@ type WriteTxn struct {
 	err      error // the first backend failure; the txn is void
 	// leaseCheck vets the lease of each put request (see CheckLeases).
 	leaseCheck func(id int64) error
+	counts     opCounts
 }
 
 // Write begins a write transaction; it must be ended with End.
@@ -60,6 +61,8 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 	if cur, ok := w.s.index.get(key, rev.Main); ok {
 		kv.CreateRevision = cur.created.Main
 		kv.Version = cur.version + 1
+	} else {
+		w.counts.keys++
 	}
 	if err := w.wt.Put(BucketKey, RevisionKey(rev, false), MarshalKeyValue(kv)); err != nil {
 		w.err = err
@@ -68,6 +71,8 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 	w.s.index.put(key, rev)
 	w.s.leases.attach(string(key), lease)
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
+	w.counts.puts++
+	w.counts.putBytes += int64(len(key) + len(value))
 	return kv, nil
 }
 
@@ -80,6 +85,7 @@ func (w *WriteTxn) DeleteRange(key, end []byte) ([]*mvccpb.KeyValue, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
+	w.counts.deletes++
 	res, err := w.Range(key, end, RangeOptions{})
 	if err != nil {
 		return nil, err
@@ -101,6 +107,7 @@ func (w *WriteTxn) DeleteKeys(key, end []byte) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	w.counts.deletes++
 	kas, _ := w.s.index.rangeAt(key, end, w.Rev(), 0)
 	for _, ka := range kas {
 		if err := w.deleteKey(ka.key); err != nil {
@@ -118,6 +125,7 @@ func (w *WriteTxn) deleteKey(key []byte) error {
 		return err
 	}
 	w.s.index.tombstone(key, rev)
+	w.counts.keys--
 	w.s.leases.detach(string(key))
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: key, ModRevision: rev.Main}})
 	return nil
@@ -164,6 +172,7 @@ func (w *WriteTxn) Backend() *WriteTx { return w.wt }
 // the next writer in. It returns a backend failure, if any occurred.
 func (w *WriteTxn) End() error {
 	defer w.s.writeMu.Unlock()
+	w.counts.addTo(w.s.stats, &w.s.keys)
 	if len(w.changes) > 0 && w.err == nil {
 		rev := w.beginRev + 1
 		w.s.currentRev.Store(rev)

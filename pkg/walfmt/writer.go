@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -40,6 +41,10 @@ type Options struct {
 	SegmentSize int64
 	// Sync is the fsync policy.
 	Sync SyncPolicy
+	// OnWrite and OnSync, if set, are told of each write (its bytes and
+	// the time it took) and of each fsync (its time), for metrics.
+	OnWrite func(bytes int, took time.Duration)
+	OnSync  func(took time.Duration)
 }
 
 func (o Options) segmentSize() int64 {
@@ -203,9 +208,13 @@ func (w *Writer) Sync() error {
 // write writes w.buf at the tail's write offset.
 func (w *Writer) write() error {
 	t := w.tail()
+	start := time.Now()
 	if _, err := t.f.WriteAt(w.buf, w.off); err != nil {
 		w.err = fmt.Errorf("write wal %s at offset %d: %w", t.Path, w.off, err)
 		return w.err
+	}
+	if w.opts.OnWrite != nil {
+		w.opts.OnWrite(len(w.buf), time.Since(start))
 	}
 	w.off += int64(len(w.buf))
 	return nil
@@ -214,9 +223,13 @@ func (w *Writer) write() error {
 func (w *Writer) sync() error {
 	t := w.tail()
 	failpoint.Hit("walBeforeFsync")
+	start := time.Now()
 	if err := datasync(t.f); err != nil {
 		w.err = fmt.Errorf("sync wal %s: %w", t.Path, err)
 		return w.err
+	}
+	if w.opts.OnSync != nil {
+		w.opts.OnSync(time.Since(start))
 	}
 	failpoint.Hit("walAfterFsync")
 	return nil
