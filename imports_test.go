@@ -29,6 +29,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
 	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
+	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
+	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 
 // listedPackage is what the test reads of `go list -json`.
