@@ -30,6 +30,7 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
 	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
+	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 

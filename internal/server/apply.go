@@ -214,10 +214,10 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	if auth.IsAuthRequest(req) {
 		return s.applyAuth(w, req, index)
 	}
-	if s.alarms.noSpace() && writesData(req) {
+	if s.alarms.NoSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}
-	if s.alarms.corrupt() && refusedWhenCorrupt(req) {
+	if s.alarms.Corrupt() && refusedWhenCorrupt(req) {
 		return applyResult{err: ErrCorrupt}
 	}
 	// A put (alone or in a txn) may name only a lease that exists at this
@@ -239,7 +239,7 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	case req.LeaseGrant != nil, req.LeaseRevoke != nil, req.LeaseCheckpoint != nil:
 		return s.applyLease(w, req)
 	case req.Alarm != nil:
-		resp, err := s.alarms.apply(w, req.Alarm, s.id)
+		resp, err := s.alarms.Apply(w, req.Alarm)
 		return applyResult{resp: resp, err: err}
 	case req.ClusterMemberAttrSet != nil:
 		return applyResult{err: s.applyMemberAttrs(w, req)}
@@ -476,7 +476,7 @@ func (s *Server) replaceDB(index uint64) (*store.Store, error) {
 	if err := s.members.load(st); err != nil {
 		return nil, err
 	}
-	if err := s.alarms.load(st); err != nil {
+	if err := s.alarms.Load(st); err != nil {
 		return nil, err
 	}
 	s.afterStoreReplaced(st)

@@ -16,7 +16,7 @@ func (s *Server) CheckQuota(ctx context.Context, req *pb.InternalRaftRequest) er
 	if !writesData(req) {
 		return nil
 	}
-	if s.alarms.noSpace() {
+	if s.alarms.NoSpace() {
 		return ErrNoSpace
 	}
 	need := int64(quotaOverhead)
@@ -58,3 +58,6 @@ func (s *Server) IsLearner() bool {
 	m, ok := s.members.get(s.id)
 	return ok && m.IsLearner
 }
+
+// Alarms returns the raised alarms.
+func (s *Server) Alarms() []*pb.AlarmMember { return s.alarms.List(0, pb.AlarmType_NONE) }

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/listen"
@@ -81,7 +82,7 @@ type Server struct {
 	// versionCheck wakes clusterVersionLoop.
 	versionCheck chan struct{}
 
-	alarms *alarms
+	alarms *alarm.Alarms
 	lessor *lease.Lessor
 	auth   *auth.Store // users, roles, tokens (auth: added)
 
@@ -137,8 +138,8 @@ func Start(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	s.alarms = newAlarms()
-	if err := s.alarms.load(st); err != nil {
+	s.alarms = alarm.New()
+	if err := s.alarms.Load(st); err != nil {
 		st.Close()
 		return nil, err
 	}
