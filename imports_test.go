@@ -31,6 +31,8 @@ var importRules = []struct{ from, to, why string }{
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
 	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
 	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
+	{"internal/autocompact", "internal", "the compaction policy is pure logic"},
+	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/transport"
@@ -186,7 +187,7 @@ func Start(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go s.publishAttributes()
 	s.startCorruptChecks()
-	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {
+	if ac, _ := autocompact.Parse(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.Enabled() {
 		s.wg.Add(1)
 		go s.autoCompactLoop(ac)
 	}
