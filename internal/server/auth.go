@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
@@ -25,7 +24,7 @@ const authMaxRetries = 5
 // --auth-token: a new db gets etcd's initial auth revision, then the store
 // loads the auth buckets.
 func (s *Server) openAuth(st *store.Store, tokens auth.TokenProvider) error {
-	s.auth = auth.New(auth.Config{Tokens: tokens, Hasher: s.passwordHasher(), Logger: s.log})
+	s.auth = auth.New(auth.Config{Tokens: tokens, Hasher: auth.HasherForCost(s.cfg.BcryptCost, s.log), Logger: s.log})
 	w := st.Write()
 	err := auth.Init(writeTxReader{w.Backend()}, w.Backend())
 	if endErr := w.End(); err == nil {
@@ -55,20 +54,23 @@ func (s *Server) loadAuth(st *store.Store) error {
 	return nil
 }
 
+// checkApplyPermission checks a write at apply time (auth.IsRequestPermitted).
+func (s *Server) checkApplyPermission(req *pb.InternalRaftRequest) error {
+	return s.auth.IsRequestPermitted(req, s.st().LeaseKeys)
+}
+
+// CheckLeaseKeysReadable checks read on every key attached to a lease, for
+// LeaseTimeToLive, whose answer may name them.
+func (s *Server) CheckLeaseKeysReadable(info auth.Info, id int64) error {
+	return s.auth.AreLeaseKeysReadable(info, s.st().LeaseKeys(id))
+}
+
 // AuthStore returns the member's auth store, for permission checks.
 func (s *Server) AuthStore() *auth.Store { return s.auth }
 
-// headerInfo is who made a proposal, from its header.
-func headerInfo(req *pb.InternalRaftRequest) auth.Info {
-	if h := req.Header; h != nil {
-		return auth.Info{Username: h.Username, Revision: h.AuthRevision}
-	}
-	return auth.Info{}
-}
-
 // applyAuth applies an Auth* request at raft index index.
 func (s *Server) applyAuth(w *store.WriteTxn, req *pb.InternalRaftRequest, index uint64) applyResult {
-	resp, err := s.auth.Apply(w.Backend(), req, index, headerInfo(req))
+	resp, err := s.auth.Apply(w.Backend(), req, index, auth.HeaderInfo(req))
 	return applyResult{resp: resp, err: err}
 }
 
@@ -137,36 +139,8 @@ func (s *Server) Authenticate(ctx context.Context, name, password string) (*pb.A
 // returns its response. Passwords are hashed here, on the member that
 // receives them, so that the log holds only the hash.
 func (s *Server) AuthRequest(ctx context.Context, req *pb.InternalRaftRequest) (proto.Message, error) {
-	switch {
-	case req.AuthUserAdd != nil && !req.AuthUserAdd.GetOptions().GetNoPassword():
-		r := req.AuthUserAdd
-		hash, err := s.auth.Hasher().Hash(r.Password)
-		if err != nil {
-			return nil, err
-		}
-		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
-	case req.AuthUserChangePassword != nil:
-		r := req.AuthUserChangePassword
-		hash, err := s.auth.Hasher().Hash(r.Password)
-		if err != nil {
-			return nil, err
-		}
-		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
+	if err := s.auth.HashPassword(req); err != nil {
+		return nil, err
 	}
 	return s.Propose(ctx, req)
-}
-
-// passwordHasher hashes at --bcrypt-cost; like etcd, it falls back to the
-// default cost, with a warning, when the given one is out of range.
-func (s *Server) passwordHasher() auth.Hasher {
-	cost := s.cfg.BcryptCost
-	if cost == 0 {
-		return auth.DefaultHasher
-	}
-	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
-		s.log.Warn("use default bcrypt cost instead of the invalid given cost",
-			"min-cost", bcrypt.MinCost, "max-cost", bcrypt.MaxCost, "default-cost", auth.DefaultBcryptCost, "given-cost", cost)
-		return auth.DefaultHasher
-	}
-	return auth.BcryptHasher{Cost: cost}
 }
