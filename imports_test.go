@@ -33,6 +33,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
 	{"internal/autocompact", "internal", "the compaction policy is pure logic"},
 	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
+	{"internal/wait", "internal", "waiting by ID or index is generic"},
+	{"internal/wait", "pkg", "waiting by ID or index is generic"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 

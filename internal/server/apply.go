@@ -45,7 +45,7 @@ func (s *Server) applyLoop() {
 					return
 				}
 			}
-			s.applied.advance(s.appliedIndex)
+			s.applied.Advance(s.appliedIndex)
 			if err := s.maybeSnapshot(); err != nil {
 				s.fatal(err)
 				return
@@ -108,7 +108,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	if req.DowngradeInfoSet != nil {
 		s.checkClusterVersion() // now that the leader reads the new downgrade
 	}
-	s.waiters.trigger(requestID(req), res)
+	s.waiters.Trigger(requestID(req), res)
 	return nil
 }
 
@@ -116,7 +116,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 // when it was proposed here and still waits, rather than a decoded copy.
 func (s *Server) entryRequest(data []byte) (*pb.InternalRaftRequest, error) {
 	if id, ok := peekRequestID(data); ok {
-		if req := s.waiters.proposal(id, data); req != nil {
+		if req := s.proposal(id, data); req != nil {
 			return req, nil
 		}
 	}
@@ -315,7 +315,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		s.updatePeers(cc)
 	}
 	if !already {
-		s.waiters.trigger(cc.GetId(), applyResult{err: result})
+		s.waiters.Trigger(cc.GetId(), applyResult{err: result})
 	}
 	if cc.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && cc.GetNodeId() == s.id && result == nil {
 		s.log.Warn("this member was removed from the cluster; stopping")

@@ -74,16 +74,16 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	ch := s.waiters.register(id, req, data)
+	ch := s.waiters.Register(id, proposal{req, data})
 	if err := s.node.Propose(ctx, data); err != nil {
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return applyResult{}, s.proposeError(ctx, err)
 	}
 	select {
 	case res := <-ch:
 		return res, nil
 	case <-ctx.Done():
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return applyResult{}, s.waitError(ctx)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
@@ -204,7 +204,7 @@ func (s *Server) readIndex(seq uint64) error {
 				continue // an older round's answer
 			}
 			select {
-			case <-s.applied.wait(rs.Index):
+			case <-s.applied.Wait(rs.Index):
 				return nil
 			case <-timeout.C:
 				return ErrTimeout
@@ -266,9 +266,7 @@ func (s *Server) Member(id uint64) (Member, bool) { return s.members.get(id) }
 
 // AppliedIndex and CommittedIndex report raft progress.
 func (s *Server) AppliedIndex() uint64 {
-	s.applied.mu.Lock()
-	defer s.applied.mu.Unlock()
-	return s.applied.applied
+	return s.applied.Current()
 }
 
 // CommittedIndex returns the last commit index this member knows.

@@ -207,7 +207,7 @@ func (s *Server) campaignAlone() {
 		return
 	}
 	select {
-	case <-s.applied.wait(max(last, uint64(len(s.members.list())))):
+	case <-s.applied.Wait(max(last, uint64(len(s.members.list())))):
 	case <-s.stopc:
 		return
 	}
@@ -392,7 +392,7 @@ func (s *Server) LeaderChanges() uint64 { return s.leaderChanges.Load() }
 func (s *Server) ProposalsFailed() uint64 { return s.proposalsFailed.Load() }
 
 // ProposalsPending counts the proposals waiting for their result.
-func (s *Server) ProposalsPending() int { return s.waiters.len() }
+func (s *Server) ProposalsPending() int { return s.waiters.Len() }
 
 // Term returns the current raft term.
 func (s *Server) Term() uint64 { return s.term.Load() }
