@@ -35,6 +35,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
 	{"internal/wait", "internal", "waiting by ID or index is generic"},
 	{"internal/wait", "pkg", "waiting by ID or index is generic"},
+	{"internal/leaderwatch", "internal", "the leader watch is generic"},
+	{"internal/leaderwatch", "pkg", "the leader watch is generic"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 

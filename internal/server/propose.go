@@ -184,7 +184,7 @@ func (s *Server) readIndex(seq uint64) error {
 		defer cancel()
 		return s.node.ReadIndex(ctx, rctx)
 	}
-	changed := s.leaderless.leaderChange()
+	changed := s.leaderless.Changed()
 	if err := send(); err != nil {
 		return s.proposeError(context.Background(), err)
 	}
@@ -194,7 +194,7 @@ func (s *Server) readIndex(seq uint64) error {
 			// A request sent to a leader that has just stepped down (a
 			// paused leader that comes back, say) is lost: ask the new
 			// one at once instead of at the next retry.
-			changed = s.leaderless.leaderChange()
+			changed = s.leaderless.Changed()
 			if s.leaderID.Load() == 0 {
 				return ErrNoLeader
 			}
@@ -236,7 +236,7 @@ func (s *Server) publishAttributes() {
 		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.AdvertiseClientURLs},
 	}}
 	for !s.stopping() {
-		changed := s.leaderless.leaderChange()
+		changed := s.leaderless.Changed()
 		ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
 		_, err := s.Propose(ctx, proto.Clone(req).(*pb.InternalRaftRequest))
 		cancel()

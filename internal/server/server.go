@@ -441,7 +441,7 @@ func (s *Server) Stop() {
 	for _, srv := range s.peerSrv {
 		srv.Close()
 	}
-	s.leaderless.stop() // ends a step of forwardedLoop waiting for raft
+	s.leaderless.Stop() // ends a step of forwardedLoop waiting for raft
 	s.wg.Wait()
 	if s.transport != nil {
 		s.transport.Stop()
