@@ -37,6 +37,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/wait", "pkg", "waiting by ID or index is generic"},
 	{"internal/leaderwatch", "internal", "the leader watch is generic"},
 	{"internal/leaderwatch", "pkg", "the leader watch is generic"},
+	{"internal/clusterversion", "internal/server", "the cluster version rules are driven by the server through an interface"},
+	{"internal/clusterversion", "internal/api", "the cluster version rules are driven by the server through an interface"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 

@@ -1,6 +1,10 @@
 package server
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairnkv/cairn/internal/clusterversion"
+)
 
 // Errors of a member, with etcd's texts; internal/api maps them to the gRPC
 // errors clients expect.
@@ -27,8 +31,8 @@ var (
 	ErrBadPeerMessage      = errors.New("rejected peer message")
 	ErrUnknownMethod       = errors.New("etcdserver: unknown method")
 
-	ErrWrongDowngradeVersionFormat   = errors.New("etcdserver: wrong downgrade target version format")
-	ErrInvalidDowngradeTargetVersion = errors.New("etcdserver: invalid downgrade target version")
-	ErrClusterVersionUnavailable     = errors.New("etcdserver: cluster version not found during downgrade")
-	ErrDowngradeInProcess            = errors.New("etcdserver: cluster has a downgrade job in progress")
+	ErrWrongDowngradeVersionFormat   = clusterversion.ErrWrongDowngradeVersionFormat
+	ErrInvalidDowngradeTargetVersion = clusterversion.ErrInvalidDowngradeTargetVersion
+	ErrClusterVersionUnavailable     = clusterversion.ErrClusterVersionUnavailable
+	ErrDowngradeInProcess            = clusterversion.ErrDowngradeInProcess
 )

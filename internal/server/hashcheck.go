@@ -26,12 +26,13 @@ const pathHashKV = hashcheck.Path
 // DefaultCompactHashCheckTime is etcd's --compact-hash-check-time.
 const DefaultCompactHashCheckTime = time.Minute
 
-// hashMember is the member as internal/hashcheck sees it.
-type hashMember struct{ *Server }
+// memberView is the member as internal/hashcheck and
+// internal/clusterversion see it.
+type memberView struct{ *Server }
 
-func (m hashMember) Store() *store.Store { return m.st() }
+func (m memberView) Store() *store.Store { return m.st() }
 
-func (m hashMember) Peers() []hashcheck.Peer {
+func (m memberView) Peers() []hashcheck.Peer {
 	var out []hashcheck.Peer
 	for _, mem := range m.members.list() {
 		out = append(out, hashcheck.Peer{ID: mem.ID, URLs: mem.PeerURLs})
@@ -39,7 +40,7 @@ func (m hashMember) Peers() []hashcheck.Peer {
 	return out
 }
 
-func (m hashMember) RaiseCorrupt(ctx context.Context, id uint64) error {
+func (m memberView) RaiseCorrupt(ctx context.Context, id uint64) error {
 	_, err := m.Propose(ctx, &pb.InternalRaftRequest{Alarm: &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}})
 	return err
 }
@@ -47,7 +48,7 @@ func (m hashMember) RaiseCorrupt(ctx context.Context, id uint64) error {
 // hashChecker is the member's checker: one check ends after the request
 // timeout (etcd's: 5s + 2 election timeouts) or when the member stops.
 func (s *Server) hashChecker() *hashcheck.Checker {
-	return hashcheck.New(hashMember{s}, hashcheck.Config{Logger: s.log, Client: s.peerClient, Timeout: s.requestTimeout(), Stop: s.stopc})
+	return hashcheck.New(memberView{s}, hashcheck.Config{Logger: s.log, Client: s.peerClient, Timeout: s.requestTimeout(), Stop: s.stopc})
 }
 
 // serveHashKV answers a peer's hash query with this member's HashKV.
