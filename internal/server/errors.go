@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cairnkv/cairn/internal/clusterversion"
+	"github.com/cairnkv/cairn/pkg/cluster"
 )
 
 // Errors of a member, with etcd's texts; internal/api maps them to the gRPC
@@ -21,8 +22,8 @@ var (
 	ErrMemberExists        = errors.New("etcdserver: member ID already exist")
 	ErrPeerURLExists       = errors.New("etcdserver: Peer URLs already exists")
 	ErrMemberIDRemoved     = errors.New("etcdserver: member ID has been removed")
-	ErrUnhealthy           = errors.New("etcdserver: unhealthy cluster")
-	ErrNotEnoughStarted    = errors.New("etcdserver: re-configuration failed due to not enough started members")
+	ErrUnhealthy           = cluster.ErrUnhealthy
+	ErrNotEnoughStarted    = cluster.ErrNotEnoughStarted
 	ErrLearnerNotReady     = errors.New("etcdserver: rpc not supported for learner")
 	ErrNotLeader           = errors.New("etcdserver: not leader")
 	ErrLeaderChanged       = errors.New("etcdserver: leader changed")

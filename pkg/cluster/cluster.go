@@ -2,7 +2,8 @@
 // member at its start and an offline restore apply alike: the syntax of
 // --initial-cluster, the URLs a member may have, and the member and cluster
 // IDs derived from them (the records of the members bucket are
-// store.MemberRecord). It imports nothing of internal/.
+// store.MemberRecord); and the rules of the strict reconfiguration check.
+// It imports nothing of internal/, nor pkg/store.
 package cluster
 
 import (
