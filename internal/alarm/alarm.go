@@ -139,3 +139,28 @@ func alarmBytes(k alarmKey) []byte {
 	b, _ := proto.Marshal(&pb.AlarmMember{MemberID: k.member, Alarm: k.alarm})
 	return b
 }
+
+// RefusedWhenCorrupt reports whether a request fails while the CORRUPT
+// alarm is raised: as in etcd, everything that writes or compacts the
+// keyspace, and leases being granted or revoked. Reads (read-only txns
+// included) are still served.
+func RefusedWhenCorrupt(req *pb.InternalRaftRequest) bool {
+	switch {
+	case req.Put != nil, req.DeleteRange != nil, req.Compaction != nil, req.LeaseGrant != nil, req.LeaseRevoke != nil:
+		return true
+	case req.Txn != nil:
+		return txnWrites(req.Txn)
+	}
+	return false
+}
+
+func txnWrites(t *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil || (op.GetRequestTxn() != nil && txnWrites(op.GetRequestTxn())) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -15,7 +15,7 @@ import (
 
 // The member's side of corruption detection (internal/hashcheck): the
 // peer route, the initial check at start, the leader's periodic and
-// compaction hash check loops, and what the CORRUPT alarm refuses.
+// compaction hash check loops.
 
 // ErrCorrupt is the error of the requests refused while the CORRUPT alarm
 // is raised (etcd's "corrupt cluster", gRPC code DataLoss).
@@ -128,29 +128,4 @@ func (s *Server) compactHashLoop(interval time.Duration) {
 			}
 		}
 	}
-}
-
-// refusedWhenCorrupt reports whether a request fails while the CORRUPT
-// alarm is raised: as in etcd, everything that writes or compacts the
-// keyspace, and leases being granted or revoked. Reads (read-only txns
-// included) are still served.
-func refusedWhenCorrupt(req *pb.InternalRaftRequest) bool {
-	switch {
-	case req.Put != nil, req.DeleteRange != nil, req.Compaction != nil, req.LeaseGrant != nil, req.LeaseRevoke != nil:
-		return true
-	case req.Txn != nil:
-		return txnWrites(req.Txn)
-	}
-	return false
-}
-
-func txnWrites(t *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
-		for _, op := range ops {
-			if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil || (op.GetRequestTxn() != nil && txnWrites(op.GetRequestTxn())) {
-				return true
-			}
-		}
-	}
-	return false
 }

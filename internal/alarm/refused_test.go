@@ -1,4 +1,4 @@
-package server
+package alarm
 
 import (
 	"testing"
@@ -35,7 +35,7 @@ func TestRefusedWhenCorrupt(t *testing.T) {
 		{"lease checkpoint", &pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{}}, false},
 		{"member attributes", &pb.InternalRaftRequest{ClusterMemberAttrSet: &membershippb.ClusterMemberAttrSetRequest{}}, false},
 	} {
-		if got := refusedWhenCorrupt(c.req); got != c.want {
+		if got := RefusedWhenCorrupt(c.req); got != c.want {
 			t.Errorf("%s: refused %v, want %v", c.name, got, c.want)
 		}
 	}
