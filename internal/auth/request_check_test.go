@@ -92,3 +92,37 @@ func TestHashPassword(t *testing.T) {
 		t.Errorf("cost 0: %v, want the default", HasherForCost(0, nil))
 	}
 }
+
+// TestAuthenticate: a simple token is proposed, and the password checked
+// again when the auth revision moved meanwhile; a wrong password fails.
+func TestAuthenticate(t *testing.T) {
+	s, db, _ := testStore(t)
+	add := &pb.InternalRaftRequest{AuthUserAdd: &pb.AuthUserAddRequest{Name: "a", Password: "pw", Options: &authpb.UserAddOptions{}}}
+	if err := s.HashPassword(add); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, db, Info{}, add)
+	for _, req := range []*pb.InternalRaftRequest{
+		{AuthRoleAdd: &pb.AuthRoleAddRequest{Name: "root"}},
+		{AuthUserAdd: &pb.AuthUserAddRequest{Name: "root", Options: &authpb.UserAddOptions{NoPassword: true}}},
+		{AuthUserGrantRole: &pb.AuthUserGrantRoleRequest{User: "root", Role: "root"}},
+		{AuthEnable: &pb.AuthEnableRequest{}},
+	} {
+		apply(t, s, db, Info{}, req)
+	}
+	proposals := 0
+	propose := func(r *pb.InternalAuthenticateRequest) (*pb.AuthenticateResponse, error) {
+		proposals++
+		if proposals == 1 { // the revision moves while the first is proposed
+			apply(t, s, db, Info{Username: "root", Revision: s.Revision()}, &pb.InternalRaftRequest{AuthRoleAdd: &pb.AuthRoleAddRequest{Name: "r"}})
+		}
+		return apply(t, s, db, Info{}, &pb.InternalRaftRequest{Authenticate: r}).(*pb.AuthenticateResponse), nil
+	}
+	resp, err := s.Authenticate("a", "pw", propose)
+	if err != nil || resp.Token == "" || proposals != 2 {
+		t.Fatalf("Authenticate: %v, %v after %d proposals; want a token after 2", resp, err, proposals)
+	}
+	if _, err := s.Authenticate("a", "wrong", propose); !errors.Is(err, ErrAuthFailed) {
+		t.Errorf("a wrong password: %v, want %v", err, ErrAuthFailed)
+	}
+}

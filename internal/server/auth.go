@@ -16,10 +16,6 @@ import (
 // apply time, and the calls internal/api makes (Authenticate, the Auth
 // requests, token lookup).
 
-// authMaxRetries bounds how often Authenticate checks a password again
-// because the auth revision moved while its token was being proposed.
-const authMaxRetries = 5
-
 // openAuth builds the auth store of st, with the token provider of
 // --auth-token: a new db gets etcd's initial auth revision, then the store
 // loads the auth buckets.
@@ -90,49 +86,22 @@ func (s *Server) AuthInfoFromToken(ctx context.Context, token string) (auth.Info
 	return info, nil
 }
 
-// Authenticate checks a user's password on this member and, if it matches,
-// issues a token: a JWT this member signs, with the auth revision the
-// password was checked at, as etcd does without a log entry; or a simple
-// token, proposed so that every member assigns it when it applies the
-// proposal. The password never enters the log.
+// Authenticate checks a user's password on this member, once it has
+// caught up with the leader, and issues a token (auth.Authenticate): a
+// simple token is proposed, so that every member assigns it when it
+// applies the proposal.
 func (s *Server) Authenticate(ctx context.Context, name, password string) (*pb.AuthenticateResponse, error) {
 	if err := s.LinearizableReadNotify(ctx); err != nil {
 		return nil, err
 	}
-	if s.auth.SignsTokens() {
-		rev, err := s.auth.CheckPassword(name, password)
+	return s.auth.Authenticate(name, password, func(r *pb.InternalAuthenticateRequest) (*pb.AuthenticateResponse, error) {
+		resp, err := s.Propose(ctx, &pb.InternalRaftRequest{Authenticate: r})
 		if err != nil {
 			return nil, err
 		}
-		token, err := s.auth.SignToken(name, rev)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.AuthenticateResponse{Token: token}, nil
-	}
-	for attempt := 0; ; attempt++ {
-		rev, err := s.auth.CheckPassword(name, password)
-		if err != nil {
-			return nil, err
-		}
-		prefix, err := auth.NewTokenPrefix()
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.Propose(ctx, &pb.InternalRaftRequest{Authenticate: &pb.InternalAuthenticateRequest{Name: name, SimpleToken: prefix}})
-		if err != nil {
-			return nil, err
-		}
-		// The password was checked at rev; a change since (a new password,
-		// a deleted user) means it must be checked again.
-		if rev == s.auth.Revision() {
-			return resp.(*pb.AuthenticateResponse), nil
-		}
-		if attempt == authMaxRetries {
-			return nil, auth.ErrAuthOldRevision
-		}
-		s.log.Info("the auth revision moved while authenticating; checking the password again", "user", name)
-	}
+		r2, _ := resp.(*pb.AuthenticateResponse)
+		return r2, nil
+	})
 }
 
 // AuthRequest proposes an Auth* request (other than Authenticate) and
