@@ -3,10 +3,28 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
+
+// OfflineDB is a bbolt data file opened read-only for offline tools
+// (boltfile.DB), which the store's key index can be rebuilt from (Index).
+type OfflineDB struct{ *boltfile.DB }
+
+// OpenOffline checks the meta pages of the file at path and opens it
+// read-only, waiting at most lockTimeout for a shared lock (0: do not
+// wait); see boltfile.Open.
+func OpenOffline(path string, lockTimeout time.Duration) (*OfflineDB, error) {
+	db, err := boltfile.Open(path, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &OfflineDB{db}, nil
+}
 
 // OfflineIndex is the key index of a bbolt data file rebuilt without opening
 // a Store, so that nothing is written to the file. It answers what the
@@ -45,7 +63,7 @@ func (o *OfflineDB) Index() (*OfflineIndex, error) {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("rebuild index of %s: %w", o.path, err)
+			return fmt.Errorf("rebuild index of %s: %w", o.Path(), err)
 		}
 		oi.rev = max(current, compactRev)
 		return nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -114,42 +113,6 @@ func TestOfflineFixture(t *testing.T) {
 	if n := idx.LiveKeys(); n != 34 {
 		t.Errorf("%d live keys, want 34", n)
 	}
-	if err := CheckBoltPages(fixturePath("data", "member", "snap", "db")); err != nil {
-		t.Error(err)
-	}
-	if err := CheckBoltPages(fixturePath("snapshot.db")); err != nil {
-		t.Error(err)
-	}
-}
-
-func TestCheckBoltFileDiagnoses(t *testing.T) {
-	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	if _, err := CheckBoltFile(write("empty", nil)); !errors.Is(err, ErrNotBolt) {
-		t.Errorf("empty file: %v", err)
-	}
-	if _, err := CheckBoltFile(write("text", []byte("hello, this is not a database at all"))); !errors.Is(err, ErrNotBolt) {
-		t.Errorf("text file: %v", err)
-	}
-	if _, err := CheckBoltFile(write("short", src[:12000])); !errors.Is(err, ErrBoltTruncated) {
-		t.Errorf("truncated file: %v", err)
-	}
-	// One damaged meta page: the other one serves.
-	oneMeta := append([]byte(nil), src...)
-	oneMeta[20] ^= 0xff
-	if _, err := CheckBoltFile(write("onemeta", oneMeta)); err != nil {
-		t.Errorf("one good meta page: %v", err)
-	}
 }
 
 func TestDecodeBuckets(t *testing.T) {
@@ -184,26 +147,6 @@ func TestDecodeBuckets(t *testing.T) {
 	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
 		t.Error("DecodeUint64 accepted 2 bytes")
 	}
-}
-
-// FuzzCheckBoltPages feeds arbitrary files to the meta and page checks:
-// they must return, never panic or read out of bounds.
-func FuzzCheckBoltPages(f *testing.F) {
-	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(src)
-	f.Add(src[:8192])
-	f.Add([]byte{})
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "db")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		CheckBoltPages(p)
-	})
 }
 
 // A file never compacted hashes with compact revision -1, online and
