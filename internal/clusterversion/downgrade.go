@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 
 	"github.com/cairnkv/cairn/internal/version"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -28,15 +29,15 @@ var (
 
 // DowngradeInfo is the downgrade recorded in the cluster bucket (zero when
 // none was ever enabled).
-func DowngradeInfo(st *store.Store, log *slog.Logger) store.DowngradeInfo {
+func DowngradeInfo(st *store.Store, log *slog.Logger) cluster.DowngradeInfo {
 	v := readBucketKey(st, store.BucketCluster, store.ClusterDowngrade)
 	if v == "" {
-		return store.DowngradeInfo{}
+		return cluster.DowngradeInfo{}
 	}
-	d, err := store.UnmarshalDowngrade([]byte(v))
+	d, err := cluster.UnmarshalDowngrade([]byte(v))
 	if err != nil {
 		log.Warn("the downgrade in the cluster bucket does not decode", "err", err)
-		return store.DowngradeInfo{}
+		return cluster.DowngradeInfo{}
 	}
 	return d
 }
@@ -100,7 +101,7 @@ func proposeDowngrade(ctx context.Context, m Member, r *membershippb.DowngradeIn
 // and answers with the cluster version at this point of the log. The
 // caller has the leader check the cluster version once it is committed.
 func ApplyDowngrade(wt *store.WriteTx, r *membershippb.DowngradeInfoSetRequest) (*pb.DowngradeResponse, error) {
-	d := store.DowngradeInfo{TargetVersion: r.GetVer(), Enabled: r.GetEnabled()}
+	d := cluster.DowngradeInfo{TargetVersion: r.GetVer(), Enabled: r.GetEnabled()}
 	if err := wt.Put(store.BucketCluster, store.ClusterDowngrade, d.Marshal()); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairnkv/cairn/pkg/boltfile"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -147,7 +148,7 @@ func replaceMembers(tx *bolt.Tx, c *restoreCluster) error {
 	}
 	b := tx.Bucket(store.BucketMembers)
 	for _, m := range c.members {
-		if err := b.Put(store.MemberKey(m.ID), m.Marshal()); err != nil {
+		if err := b.Put(cluster.MemberKey(m.ID), m.Marshal()); err != nil {
 			return fmt.Errorf("write member %x: %w", m.ID, err)
 		}
 	}

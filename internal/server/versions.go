@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 
 	"github.com/cairnkv/cairn/internal/clusterversion"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) StorageVersion() string { return clusterversion.StorageVersion(
 
 // DowngradeInfo is the downgrade recorded in the cluster bucket (zero when
 // none was ever enabled).
-func (s *Server) DowngradeInfo() store.DowngradeInfo {
+func (s *Server) DowngradeInfo() cluster.DowngradeInfo {
 	return clusterversion.DowngradeInfo(s.st(), s.log)
 }
 

@@ -3,28 +3,12 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
-
-// OfflineDB is a bbolt data file opened read-only for offline tools
-// (boltfile.DB), which the store's key index can be rebuilt from (Index).
-type OfflineDB struct{ *boltfile.DB }
-
-// OpenOffline checks the meta pages of the file at path and opens it
-// read-only, waiting at most lockTimeout for a shared lock (0: do not
-// wait); see boltfile.Open.
-func OpenOffline(path string, lockTimeout time.Duration) (*OfflineDB, error) {
-	db, err := boltfile.Open(path, lockTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return &OfflineDB{db}, nil
-}
 
 // OfflineIndex is the key index of a bbolt data file rebuilt without opening
 // a Store, so that nothing is written to the file. It answers what the
@@ -35,14 +19,15 @@ func OpenOffline(path string, lockTimeout time.Duration) (*OfflineDB, error) {
 // restore --bump-revision writes an empty value at the bumped revision to
 // mark it, and etcd counts it as a key.
 type OfflineIndex struct {
-	db         *OfflineDB
+	db         *boltfile.DB
 	index      *treeIndex
 	rev        int64
 	compactRev int64
 }
 
-// Index rebuilds the key index of the file from its key and meta buckets.
-func (o *OfflineDB) Index() (*OfflineIndex, error) {
+// ReadIndex rebuilds the key index of a bbolt data file opened read-only
+// from its key and meta buckets.
+func ReadIndex(o *boltfile.DB) (*OfflineIndex, error) {
 	oi := &OfflineIndex{db: o, index: newTreeIndex()}
 	err := o.View(func(tx *bolt.Tx) error {
 		compactRev, err := offlineCompactRev(tx, MetaScheduledCompactRev)

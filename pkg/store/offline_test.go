@@ -9,6 +9,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // TestOfflineIndexAgreesWithStore writes a random history with the store,
@@ -69,12 +71,12 @@ func TestOfflineIndexAgreesWithStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := OpenOffline(path, 0)
+	db, err := boltfile.Open(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +99,12 @@ func TestOfflineIndexAgreesWithStore(t *testing.T) {
 }
 
 func TestOfflineFixture(t *testing.T) {
-	db, err := OpenOffline(fixturePath("data", "member", "snap", "db"), 0)
+	db, err := boltfile.Open(fixturePath("data", "member", "snap", "db"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,33 +118,12 @@ func TestOfflineFixture(t *testing.T) {
 }
 
 func TestDecodeBuckets(t *testing.T) {
-	m := MemberRecord{ID: 0x1f4d227d440d78c2, Name: "m1", PeerURLs: []string{"http://127.0.0.1:42380"}, ClientURLs: []string{"http://127.0.0.1:42379"}}
-	want := `{"id":2255496909790476482,"peerURLs":["http://127.0.0.1:42380"],"name":"m1","clientURLs":["http://127.0.0.1:42379"]}`
-	if got := string(m.Marshal()); got != want {
-		t.Errorf("member JSON %s, want etcd's %s", got, want)
-	}
-	if string(MemberKey(0x09443329ec7158d9)) != "9443329ec7158d9" {
-		t.Errorf("member key %s: etcd writes IDs without leading zeros", MemberKey(0x09443329ec7158d9))
-	}
-	if id, err := ParseMemberKey([]byte("9443329ec7158d9")); err != nil || id != 0x09443329ec7158d9 {
-		t.Errorf("ParseMemberKey = %x, %v", id, err)
-	}
 	cs := MarshalConfState(&raftpb.ConfState{Voters: []uint64{2255496909790476482}})
 	if string(cs) != `{"voters":[2255496909790476482],"auto_leave":false}` {
 		t.Errorf("confState %s", cs)
 	}
 	if back, err := UnmarshalConfState(cs); err != nil || back.GetVoters()[0] != 2255496909790476482 {
 		t.Errorf("UnmarshalConfState: %v %v", back, err)
-	}
-	// The downgrade values etcd 3.7.3 wrote on enable and on cancel.
-	for _, want := range []string{`{"target-version":"3.6.0","enabled":true}`, `{"target-version":"","enabled":false}`} {
-		d, err := UnmarshalDowngrade([]byte(want))
-		if err != nil {
-			t.Error(err)
-		}
-		if got := string(d.Marshal()); got != want {
-			t.Errorf("downgrade JSON %s, want etcd's %s", got, want)
-		}
 	}
 	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
 		t.Error("DecodeUint64 accepted 2 bytes")
@@ -163,12 +144,12 @@ func TestHashKVNeverCompacted(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenOffline(path, 0)
+	db, err := boltfile.Open(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}
