@@ -47,19 +47,19 @@ func TestCheckBoltFileDiagnoses(t *testing.T) {
 		}
 		return p
 	}
-	if _, err := CheckFile(write("empty", nil)); !errors.Is(err, ErrNotBolt) {
+	if _, err := checkFile(write("empty", nil)); !errors.Is(err, ErrNotBolt) {
 		t.Errorf("empty file: %v", err)
 	}
-	if _, err := CheckFile(write("text", []byte("hello, this is not a database at all"))); !errors.Is(err, ErrNotBolt) {
+	if _, err := checkFile(write("text", []byte("hello, this is not a database at all"))); !errors.Is(err, ErrNotBolt) {
 		t.Errorf("text file: %v", err)
 	}
-	if _, err := CheckFile(write("short", src[:12000])); !errors.Is(err, ErrTruncated) {
+	if _, err := checkFile(write("short", src[:12000])); !errors.Is(err, ErrTruncated) {
 		t.Errorf("truncated file: %v", err)
 	}
 	// One damaged meta page: the other one serves.
 	oneMeta := append([]byte(nil), src...)
 	oneMeta[20] ^= 0xff
-	if _, err := CheckFile(write("onemeta", oneMeta)); err != nil {
+	if _, err := checkFile(write("onemeta", oneMeta)); err != nil {
 		t.Errorf("one good meta page: %v", err)
 	}
 }

@@ -28,11 +28,11 @@ type DB struct {
 	db   *bolt.DB
 }
 
-// Open checks the meta pages of the file at path (see CheckFile) and opens
+// Open checks the meta pages of the file at path (see checkFile) and opens
 // it read-only, waiting at most lockTimeout for a shared lock (0: do not
 // wait).
 func Open(path string, lockTimeout time.Duration) (odb *DB, err error) {
-	if _, err := CheckFile(path); err != nil {
+	if _, err := checkFile(path); err != nil {
 		return nil, err
 	}
 	if lockTimeout <= 0 {

@@ -30,8 +30,8 @@ const (
 	boltFallbackPage   = 4096 // where bbolt looks for meta page 1 when page 0 is unusable
 )
 
-// Meta is what a valid bbolt meta page says about its file.
-type Meta struct {
+// metaPage is what a valid bbolt meta page says about its file.
+type metaPage struct {
 	// Page is the meta page it was read from (0 or 1).
 	Page int
 	// PageSize is the size of every page of the file.
@@ -51,21 +51,21 @@ var ErrNotBolt = errors.New("not a bbolt file")
 // ErrTruncated: the file is shorter than its meta page says.
 var ErrTruncated = errors.New("bbolt file is truncated")
 
-// CheckFile reads the two meta pages of the bbolt file at path, without
+// checkFile reads the two meta pages of the bbolt file at path, without
 // opening it as a database, and returns the newest valid one. It fails with
 // ErrNotBolt when neither meta page is valid and with ErrTruncated when
 // the file is shorter than the pages the newest meta page counts: bbolt maps
 // the file into memory, and reading a page past its end would crash the
 // process instead of returning an error.
-func CheckFile(path string) (Meta, error) {
+func checkFile(path string) (metaPage, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Meta{}, fmt.Errorf("check db %s: %w", path, err)
+		return metaPage{}, fmt.Errorf("check db %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Meta{}, fmt.Errorf("check db %s: %w", path, err)
+		return metaPage{}, fmt.Errorf("check db %s: %w", path, err)
 	}
 	size := st.Size()
 
@@ -75,13 +75,13 @@ func CheckFile(path string) (Meta, error) {
 		pageSize = int64(m0.PageSize)
 	}
 	m1, err1 := readMeta(f, 1, pageSize)
-	var best Meta
+	var best metaPage
 	switch {
 	case err0 != nil && err1 != nil:
 		if size == 0 {
-			return Meta{}, fmt.Errorf("db %s: %w: the file is empty", path, ErrNotBolt)
+			return metaPage{}, fmt.Errorf("db %s: %w: the file is empty", path, ErrNotBolt)
 		}
-		return Meta{}, fmt.Errorf("db %s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
+		return metaPage{}, fmt.Errorf("db %s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
 	case err0 != nil:
 		best = m1
 	case err1 != nil:
@@ -100,31 +100,31 @@ func CheckFile(path string) (Meta, error) {
 }
 
 // readMeta reads and validates meta page n, which starts at n*pageSize.
-func readMeta(r io.ReaderAt, n int, pageSize int64) (Meta, error) {
+func readMeta(r io.ReaderAt, n int, pageSize int64) (metaPage, error) {
 	buf := make([]byte, boltPageHeaderSize+boltMetaSize)
 	if _, err := r.ReadAt(buf, int64(n)*pageSize); err != nil {
 		if errors.Is(err, io.EOF) {
-			return Meta{}, errors.New("file too short")
+			return metaPage{}, errors.New("file too short")
 		}
-		return Meta{}, err
+		return metaPage{}, err
 	}
 	le := binary.LittleEndian
 	if flags := le.Uint16(buf[8:]); flags&boltMetaPageFlag == 0 {
-		return Meta{}, fmt.Errorf("page flags %#x are not a meta page's", flags)
+		return metaPage{}, fmt.Errorf("page flags %#x are not a meta page's", flags)
 	}
 	meta := buf[boltPageHeaderSize:]
 	if magic := le.Uint32(meta[0:]); magic != boltMagic {
-		return Meta{}, fmt.Errorf("bad magic %#x", magic)
+		return metaPage{}, fmt.Errorf("bad magic %#x", magic)
 	}
 	if v := le.Uint32(meta[4:]); v != boltVersion {
-		return Meta{}, fmt.Errorf("unsupported version %d", v)
+		return metaPage{}, fmt.Errorf("unsupported version %d", v)
 	}
 	h := fnv.New64a()
 	h.Write(meta[:boltMetaChecksumAt])
 	if sum, stored := h.Sum64(), le.Uint64(meta[boltMetaChecksumAt:]); sum != stored {
-		return Meta{}, fmt.Errorf("checksum %#x does not match the stored %#x", sum, stored)
+		return metaPage{}, fmt.Errorf("checksum %#x does not match the stored %#x", sum, stored)
 	}
-	m := Meta{
+	m := metaPage{
 		Page:      n,
 		PageSize:  le.Uint32(meta[8:]),
 		RootPage:  le.Uint64(meta[16:]),
@@ -132,7 +132,7 @@ func readMeta(r io.ReaderAt, n int, pageSize int64) (Meta, error) {
 		TxID:      le.Uint64(meta[48:]),
 	}
 	if m.PageSize < boltMinPageSize || m.PageSize > boltMaxPageSize || m.PageSize&(m.PageSize-1) != 0 {
-		return Meta{}, fmt.Errorf("implausible page size %d", m.PageSize)
+		return metaPage{}, fmt.Errorf("implausible page size %d", m.PageSize)
 	}
 	return m, nil
 }

@@ -27,7 +27,7 @@ const (
 // such pages, and when it opens a file for writing it walks them in a
 // goroutine of its own, where the panic cannot be recovered: check first.
 func CheckPages(path string) error {
-	meta, err := CheckFile(path)
+	meta, err := checkFile(path)
 	if err != nil {
 		return err
 	}
