@@ -29,6 +29,19 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
 	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
+	{"pkg/boltfile", "pkg", "the bbolt file format is a lower layer than what the buckets hold"},
+	{"pkg/cluster", "pkg/store", "the cluster's identity and membership rules are a lower layer than the store"},
+	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
+	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
+	{"internal/autocompact", "internal", "the compaction policy is pure logic"},
+	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
+	{"internal/wait", "internal", "waiting by ID or index is generic"},
+	{"internal/wait", "pkg", "waiting by ID or index is generic"},
+	{"internal/leaderwatch", "internal", "the leader watch is generic"},
+	{"internal/leaderwatch", "pkg", "the leader watch is generic"},
+	{"internal/clusterversion", "internal/server", "the cluster version rules are driven by the server through an interface"},
+	{"internal/clusterversion", "internal/api", "the cluster version rules are driven by the server through an interface"},
+	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
 }
 
 // listedPackage is what the test reads of `go list -json`.

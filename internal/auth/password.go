@@ -3,6 +3,9 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -49,4 +52,42 @@ func (h BcryptHasher) Compare(hash []byte, password string) error {
 		return ErrAuthFailed
 	}
 	return err
+}
+
+// HasherForCost hashes at --bcrypt-cost (0: the default); like etcd, it
+// falls back to the default cost, with a warning, when the given one is out
+// of range.
+func HasherForCost(cost int, log *slog.Logger) Hasher {
+	if cost == 0 {
+		return DefaultHasher
+	}
+	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
+		log.Warn("use default bcrypt cost instead of the invalid given cost",
+			"min-cost", bcrypt.MinCost, "max-cost", bcrypt.MaxCost, "default-cost", DefaultBcryptCost, "given-cost", cost)
+		return DefaultHasher
+	}
+	return BcryptHasher{Cost: cost}
+}
+
+// HashPassword replaces the password of a UserAdd (unless it has none) or
+// UserChangePassword request with its hash, on the member that receives
+// it, so that the log holds only the hash. Other requests are left as
+// they are.
+func (s *Store) HashPassword(req *pb.InternalRaftRequest) error {
+	var password *string
+	var hashed *string
+	switch {
+	case req.AuthUserAdd != nil && !req.AuthUserAdd.GetOptions().GetNoPassword():
+		password, hashed = &req.AuthUserAdd.Password, &req.AuthUserAdd.HashedPassword
+	case req.AuthUserChangePassword != nil:
+		password, hashed = &req.AuthUserChangePassword.Password, &req.AuthUserChangePassword.HashedPassword
+	default:
+		return nil
+	}
+	hash, err := s.Hasher().Hash(*password)
+	if err != nil {
+		return err
+	}
+	*hashed, *password = EncodeHashedPassword(hash), ""
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // Commands are the offline tools that are commands of their own:
@@ -82,12 +82,12 @@ func resolveWALDir(arg string) (string, error) {
 
 // withOfflineDB opens the db file of arg (a data directory or a db file)
 // read-only for f, and closes it when f returns.
-func withOfflineDB(arg string, f func(db *store.OfflineDB) error) error {
+func withOfflineDB(arg string, f func(db *boltfile.DB) error) error {
 	p, err := resolveDBFile(arg)
 	if err != nil {
 		return err
 	}
-	db, err := store.OpenOffline(p, dbLockTimeout)
+	db, err := boltfile.Open(p, dbLockTimeout)
 	if err != nil {
 		return err
 	}

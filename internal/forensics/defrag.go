@@ -14,7 +14,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // defragTxSize bounds the size of each write transaction of the copy.
@@ -69,7 +69,7 @@ func defragDataDir(cmd *cobra.Command, dataDir string) error {
 // crash midway leaves the original as it was (and a stray .defrag file,
 // removed by the next run). The original is only read.
 func defragFile(path string) (err error) {
-	if err := store.CheckBoltPages(path); err != nil {
+	if err := boltfile.CheckPages(path); err != nil {
 		return err
 	}
 	st, err := os.Stat(path)
@@ -101,13 +101,13 @@ func compactInto(src, dst string, mode os.FileMode) (err error) {
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("db %s: %w: %v", src, store.ErrCorruptDB, r)
+			err = fmt.Errorf("db %s: %w: %v", src, boltfile.ErrCorrupt, r)
 		}
 	}()
 	in, err := bolt.Open(src, 0o400, &bolt.Options{ReadOnly: true, Timeout: dbLockTimeout})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return fmt.Errorf("open %s: %w", src, store.ErrDBLocked)
+			return fmt.Errorf("open %s: %w", src, boltfile.ErrLocked)
 		}
 		return fmt.Errorf("open %s: %w", src, err)
 	}

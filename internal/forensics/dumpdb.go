@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // newDumpDBCommand builds `dump-db`: etcd-dump-db's commands on the bbolt
@@ -31,7 +31,7 @@ func newListBucketCommand() *cobra.Command {
 		Example: "  cairn dump-db list-bucket /var/lib/etcd",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+			return withOfflineDB(args[0], func(db *boltfile.DB) error {
 				names, err := db.Buckets()
 				if err != nil {
 					return err
@@ -63,7 +63,7 @@ members, cluster and alarms.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, bucket := pathAndOperand(args)
-			return withOfflineDB(path, func(db *store.OfflineDB) error {
+			return withOfflineDB(path, func(db *boltfile.DB) error {
 				return iterateBucket(db, bucket, decode, limit, bufio.NewWriter(cmd.OutOrStdout()))
 			})
 		},
@@ -75,7 +75,7 @@ members, cluster and alarms.`,
 
 // iterateBucket writes the entries of bucket, last key first. Entries that do
 // not decode are printed raw; the error then counts them.
-func iterateBucket(db *store.OfflineDB, bucket string, decode bool, limit uint64, w *bufio.Writer) error {
+func iterateBucket(db *boltfile.DB, bucket string, decode bool, limit uint64, w *bufio.Writer) error {
 	var undecodable []error
 	err := db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
@@ -115,7 +115,7 @@ func newDBHashCommand() *cobra.Command {
   cairn dump-db hash backup.db`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
+			return withOfflineDB(args[0], func(db *boltfile.DB) error {
 				h, err := db.Hash(nil)
 				if err != nil {
 					return err

@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -165,10 +166,10 @@ func permissionText(p *authpb.Permission) string {
 // decodeMemberEntry checks a member's JSON and renders it as etcd-dump-db
 // does, quoted.
 func decodeMemberEntry(k, v []byte) (string, error) {
-	if _, err := store.ParseMemberKey(k); err != nil {
+	if _, err := cluster.ParseMemberKey(k); err != nil {
 		return "", err
 	}
-	if _, err := store.UnmarshalMember(v); err != nil {
+	if _, err := cluster.UnmarshalMember(v); err != nil {
 		return "", err
 	}
 	return rawEntry(k, v), nil
@@ -176,7 +177,7 @@ func decodeMemberEntry(k, v []byte) (string, error) {
 
 // decodeRemovedMemberEntry checks the ID of a removed member.
 func decodeRemovedMemberEntry(k, v []byte) (string, error) {
-	if _, err := store.ParseMemberKey(k); err != nil {
+	if _, err := cluster.ParseMemberKey(k); err != nil {
 		return "", err
 	}
 	return rawEntry(k, v), nil
@@ -185,7 +186,7 @@ func decodeRemovedMemberEntry(k, v []byte) (string, error) {
 // decodeClusterEntry checks the cluster version and downgrade info.
 func decodeClusterEntry(k, v []byte) (string, error) {
 	if string(k) == string(store.ClusterDowngrade) {
-		if _, err := store.UnmarshalDowngrade(v); err != nil {
+		if _, err := cluster.UnmarshalDowngrade(v); err != nil {
 			return "", err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -30,7 +31,7 @@ it), and says what compaction removed. -w json prints one JSON object per revisi
 				return err
 			}
 			path, key := pathAndOperand(args)
-			return withOfflineDB(path, func(db *store.OfflineDB) error {
+			return withOfflineDB(path, func(db *boltfile.DB) error {
 				h, err := readKeyHistory(db, []byte(key))
 				if err != nil {
 					return err
@@ -73,7 +74,7 @@ type historyRev struct {
 }
 
 // readKeyHistory scans the key bucket for the revisions of key.
-func readKeyHistory(db *store.OfflineDB, key []byte) (*keyHistory, error) {
+func readKeyHistory(db *boltfile.DB, key []byte) (*keyHistory, error) {
 	h := &keyHistory{key: key}
 	err := db.View(func(tx *bolt.Tx) error {
 		if mb := tx.Bucket(store.BucketMeta); mb != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -25,8 +26,8 @@ have the same hash.`,
 			if err != nil {
 				return err
 			}
-			return withOfflineDB(args[0], func(db *store.OfflineDB) error {
-				idx, err := db.Index()
+			return withOfflineDB(args[0], func(db *boltfile.DB) error {
+				idx, err := store.ReadIndex(db)
 				if err != nil {
 					return err
 				}

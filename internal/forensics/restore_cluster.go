@@ -8,7 +8,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/pkg/cluster"
-	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // restoreCluster is the membership a restored data directory starts with:
@@ -16,8 +15,8 @@ import (
 // peer URLs and the cluster token, so that every member restored from the
 // same flags, by cairn or by etcdutl, agrees on them.
 type restoreCluster struct {
-	members []store.MemberRecord // by ID
-	self    store.MemberRecord
+	members []cluster.Member // by ID
+	self    cluster.Member
 	id      uint64
 }
 
@@ -41,13 +40,13 @@ func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*
 	}
 	c := &restoreCluster{}
 	for n, urls := range urlsByName {
-		m := store.MemberRecord{ID: cluster.MemberID(urls, token, 0), Name: n, PeerURLs: urls}
+		m := cluster.Member{ID: cluster.MemberID(urls, token, 0), Name: n, PeerURLs: urls}
 		c.members = append(c.members, m)
 		if n == name {
 			c.self = m
 		}
 	}
-	slices.SortFunc(c.members, func(a, b store.MemberRecord) int {
+	slices.SortFunc(c.members, func(a, b cluster.Member) int {
 		switch {
 		case a.ID < b.ID:
 			return -1

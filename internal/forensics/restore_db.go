@@ -12,6 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/pkg/boltfile"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -96,14 +98,14 @@ type restoreDBOptions struct {
 func rewriteRestoredDB(path string, o restoreDBOptions) (rev int64, err error) {
 	// bbolt walks every page of a file it opens for writing, in a goroutine
 	// of its own that panics on a damaged page: check the pages first.
-	if err := store.CheckBoltPages(path); err != nil {
+	if err := boltfile.CheckPages(path); err != nil {
 		return 0, err
 	}
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("db in snapshot: %w: %v", store.ErrCorruptDB, r)
+			err = fmt.Errorf("db in snapshot: %w: %v", boltfile.ErrCorrupt, r)
 		}
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
@@ -146,7 +148,7 @@ func replaceMembers(tx *bolt.Tx, c *restoreCluster) error {
 	}
 	b := tx.Bucket(store.BucketMembers)
 	for _, m := range c.members {
-		if err := b.Put(store.MemberKey(m.ID), m.Marshal()); err != nil {
+		if err := b.Put(cluster.MemberKey(m.ID), m.Marshal()); err != nil {
 			return fmt.Errorf("write member %x: %w", m.ID, err)
 		}
 	}

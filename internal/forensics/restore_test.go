@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/boltfile"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -88,7 +90,7 @@ func TestRestoreMatchesEtcdutl(t *testing.T) {
 // memberIDs returns the IDs in the members bucket of a data dir, sorted.
 func memberIDs(t *testing.T, dataDir string) []uint64 {
 	t.Helper()
-	db, err := store.OpenOffline(dbPath(dataDir), 0)
+	db, err := boltfile.Open(dbPath(dataDir), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func memberIDs(t *testing.T, dataDir string) []uint64 {
 	var ids []uint64
 	err = db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(store.BucketMembers).ForEach(func(k, _ []byte) error {
-			id, err := store.ParseMemberKey(k)
+			id, err := cluster.ParseMemberKey(k)
 			ids = append(ids, id)
 			return err
 		})

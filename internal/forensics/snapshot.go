@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -51,7 +52,7 @@ func snapshotStatus(path string) (*snapshotStatusResult, error) {
 	if err := checkSnapshotTrailer(path); err != nil {
 		return nil, err
 	}
-	db, err := store.OpenOffline(path, dbLockTimeout)
+	db, err := boltfile.Open(path, dbLockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func snapshotStatus(path string) (*snapshotStatusResult, error) {
 	if st.Hash, err = db.Hash(nil); err != nil {
 		return nil, err
 	}
-	idx, err := db.Index()
+	idx, err := store.ReadIndex(db)
 	if err != nil {
 		return nil, err
 	}

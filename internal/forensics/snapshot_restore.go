@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // restoreOptions are the flags of `snapshot restore`.
@@ -97,7 +97,7 @@ func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *resto
 	// written (bbolt would crash on a damaged page of the copy it opens for
 	// writing). With it, the sha256 comes first, and the copy is checked.
 	if fi, err := os.Stat(file); err == nil && !fi.IsDir() && o.skipHashCheck {
-		if err := store.CheckBoltPages(file); err != nil {
+		if err := boltfile.CheckPages(file); err != nil {
 			return 0, fmt.Errorf("snapshot %s does not hold a sound db: %w", file, err)
 		}
 	}

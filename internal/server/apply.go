@@ -46,7 +46,7 @@ func (s *Server) applyLoop() {
 					return
 				}
 			}
-			s.applied.advance(s.appliedIndex)
+			s.applied.Advance(s.appliedIndex)
 			if err := s.maybeSnapshot(); err != nil {
 				s.fatal(err)
 				return
@@ -111,7 +111,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	if req.DowngradeInfoSet != nil {
 		s.checkClusterVersion() // now that the leader reads the new downgrade
 	}
-	s.waiters.trigger(requestID(req), res)
+	s.waiters.Trigger(requestID(req), res)
 	return nil
 }
 
@@ -119,7 +119,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 // when it was proposed here and still waits, rather than a decoded copy.
 func (s *Server) entryRequest(data []byte) (*pb.InternalRaftRequest, error) {
 	if id, ok := peekRequestID(data); ok {
-		if req := s.waiters.proposal(id, data); req != nil {
+		if req := s.proposal(id, data); req != nil {
 			return req, nil
 		}
 	}
@@ -217,10 +217,10 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	if auth.IsAuthRequest(req) {
 		return s.applyAuth(w, req, index)
 	}
-	if s.alarms.noSpace() && writesData(req) {
+	if s.alarms.NoSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}
-	if s.alarms.corrupt() && refusedWhenCorrupt(req) {
+	if s.alarms.Corrupt() && refusedWhenCorrupt(req) {
 		return applyResult{err: ErrCorrupt}
 	}
 	// A put (alone or in a txn) may name only a lease that exists at this
@@ -242,7 +242,7 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	case req.LeaseGrant != nil, req.LeaseRevoke != nil, req.LeaseCheckpoint != nil:
 		return s.applyLease(w, req)
 	case req.Alarm != nil:
-		resp, err := s.alarms.apply(w, req.Alarm, s.id)
+		resp, err := s.alarms.Apply(w, req.Alarm)
 		return applyResult{resp: resp, err: err}
 	case req.ClusterMemberAttrSet != nil:
 		return applyResult{err: s.applyMemberAttrs(w, req)}
@@ -318,7 +318,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		s.updatePeers(cc)
 	}
 	if !already {
-		s.waiters.trigger(cc.GetId(), applyResult{err: result})
+		s.waiters.Trigger(cc.GetId(), applyResult{err: result})
 	}
 	if cc.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && cc.GetNodeId() == s.id && result == nil {
 		s.log.Warn("this member was removed from the cluster; stopping")
@@ -481,7 +481,7 @@ func (s *Server) replaceDB(index uint64) (*store.Store, error) {
 	if err := s.members.load(st); err != nil {
 		return nil, err
 	}
-	if err := s.alarms.load(st); err != nil {
+	if err := s.alarms.Load(st); err != nil {
 		return nil, err
 	}
 	s.afterStoreReplaced(st)

@@ -55,7 +55,7 @@ func BenchmarkEntryRequest(b *testing.B) {
 		s := &Server{waiters: newWaiters()}
 		if local {
 			name = "proposed-here"
-			s.waiters.register(req.Header.ID, req, data)
+			s.waiters.Register(req.Header.ID, proposal{req, data})
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

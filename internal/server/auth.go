@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
@@ -17,15 +16,11 @@ import (
 // apply time, and the calls internal/api makes (Authenticate, the Auth
 // requests, token lookup).
 
-// authMaxRetries bounds how often Authenticate checks a password again
-// because the auth revision moved while its token was being proposed.
-const authMaxRetries = 5
-
 // openAuth builds the auth store of st, with the token provider of
 // --auth-token: a new db gets etcd's initial auth revision, then the store
 // loads the auth buckets.
 func (s *Server) openAuth(st *store.Store, tokens auth.TokenProvider) error {
-	s.auth = auth.New(auth.Config{Tokens: tokens, Hasher: s.passwordHasher(), Logger: s.log})
+	s.auth = auth.New(auth.Config{Tokens: tokens, Hasher: auth.HasherForCost(s.cfg.BcryptCost, s.log), Logger: s.log})
 	w := st.Write()
 	err := auth.Init(writeTxReader{w.Backend()}, w.Backend())
 	if endErr := w.End(); err == nil {
@@ -55,20 +50,23 @@ func (s *Server) loadAuth(st *store.Store) error {
 	return nil
 }
 
+// checkApplyPermission checks a write at apply time (auth.IsRequestPermitted).
+func (s *Server) checkApplyPermission(req *pb.InternalRaftRequest) error {
+	return s.auth.IsRequestPermitted(req, s.st().LeaseKeys)
+}
+
+// CheckLeaseKeysReadable checks read on every key attached to a lease, for
+// LeaseTimeToLive, whose answer may name them.
+func (s *Server) CheckLeaseKeysReadable(info auth.Info, id int64) error {
+	return s.auth.AreLeaseKeysReadable(info, s.st().LeaseKeys(id))
+}
+
 // AuthStore returns the member's auth store, for permission checks.
 func (s *Server) AuthStore() *auth.Store { return s.auth }
 
-// headerInfo is who made a proposal, from its header.
-func headerInfo(req *pb.InternalRaftRequest) auth.Info {
-	if h := req.Header; h != nil {
-		return auth.Info{Username: h.Username, Revision: h.AuthRevision}
-	}
-	return auth.Info{}
-}
-
 // applyAuth applies an Auth* request at raft index index.
 func (s *Server) applyAuth(w *store.WriteTxn, req *pb.InternalRaftRequest, index uint64) applyResult {
-	resp, err := s.auth.Apply(w.Backend(), req, index, headerInfo(req))
+	resp, err := s.auth.Apply(w.Backend(), req, index, auth.HeaderInfo(req))
 	return applyResult{resp: resp, err: err}
 }
 
@@ -88,85 +86,30 @@ func (s *Server) AuthInfoFromToken(ctx context.Context, token string) (auth.Info
 	return info, nil
 }
 
-// Authenticate checks a user's password on this member and, if it matches,
-// issues a token: a JWT this member signs, with the auth revision the
-// password was checked at, as etcd does without a log entry; or a simple
-// token, proposed so that every member assigns it when it applies the
-// proposal. The password never enters the log.
+// Authenticate checks a user's password on this member, once it has
+// caught up with the leader, and issues a token (auth.Authenticate): a
+// simple token is proposed, so that every member assigns it when it
+// applies the proposal.
 func (s *Server) Authenticate(ctx context.Context, name, password string) (*pb.AuthenticateResponse, error) {
 	if err := s.LinearizableReadNotify(ctx); err != nil {
 		return nil, err
 	}
-	if s.auth.SignsTokens() {
-		rev, err := s.auth.CheckPassword(name, password)
+	return s.auth.Authenticate(name, password, func(r *pb.InternalAuthenticateRequest) (*pb.AuthenticateResponse, error) {
+		resp, err := s.Propose(ctx, &pb.InternalRaftRequest{Authenticate: r})
 		if err != nil {
 			return nil, err
 		}
-		token, err := s.auth.SignToken(name, rev)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.AuthenticateResponse{Token: token}, nil
-	}
-	for attempt := 0; ; attempt++ {
-		rev, err := s.auth.CheckPassword(name, password)
-		if err != nil {
-			return nil, err
-		}
-		prefix, err := auth.NewTokenPrefix()
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.Propose(ctx, &pb.InternalRaftRequest{Authenticate: &pb.InternalAuthenticateRequest{Name: name, SimpleToken: prefix}})
-		if err != nil {
-			return nil, err
-		}
-		// The password was checked at rev; a change since (a new password,
-		// a deleted user) means it must be checked again.
-		if rev == s.auth.Revision() {
-			return resp.(*pb.AuthenticateResponse), nil
-		}
-		if attempt == authMaxRetries {
-			return nil, auth.ErrAuthOldRevision
-		}
-		s.log.Info("the auth revision moved while authenticating; checking the password again", "user", name)
-	}
+		r2, _ := resp.(*pb.AuthenticateResponse)
+		return r2, nil
+	})
 }
 
 // AuthRequest proposes an Auth* request (other than Authenticate) and
 // returns its response. Passwords are hashed here, on the member that
 // receives them, so that the log holds only the hash.
 func (s *Server) AuthRequest(ctx context.Context, req *pb.InternalRaftRequest) (proto.Message, error) {
-	switch {
-	case req.AuthUserAdd != nil && !req.AuthUserAdd.GetOptions().GetNoPassword():
-		r := req.AuthUserAdd
-		hash, err := s.auth.Hasher().Hash(r.Password)
-		if err != nil {
-			return nil, err
-		}
-		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
-	case req.AuthUserChangePassword != nil:
-		r := req.AuthUserChangePassword
-		hash, err := s.auth.Hasher().Hash(r.Password)
-		if err != nil {
-			return nil, err
-		}
-		r.HashedPassword, r.Password = auth.EncodeHashedPassword(hash), ""
+	if err := s.auth.HashPassword(req); err != nil {
+		return nil, err
 	}
 	return s.Propose(ctx, req)
-}
-
-// passwordHasher hashes at --bcrypt-cost; like etcd, it falls back to the
-// default cost, with a warning, when the given one is out of range.
-func (s *Server) passwordHasher() auth.Hasher {
-	cost := s.cfg.BcryptCost
-	if cost == 0 {
-		return auth.DefaultHasher
-	}
-	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
-		s.log.Warn("use default bcrypt cost instead of the invalid given cost",
-			"min-cost", bcrypt.MinCost, "max-cost", bcrypt.MaxCost, "default-cost", auth.DefaultBcryptCost, "given-cost", cost)
-		return auth.DefaultHasher
-	}
-	return auth.BcryptHasher{Cost: cost}
 }

@@ -148,16 +148,16 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	ch := s.waiters.register(id, nil, nil)
+	ch := s.waiters.Register(id, proposal{})
 	if err := s.node.ProposeConfChange(ctx, cc); err != nil {
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return s.proposeError(ctx, err)
 	}
 	select {
 	case res := <-ch:
 		return res.err
 	case <-ctx.Done():
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return s.waitError(ctx)
 	case <-s.stopc:
 		return ErrStopped

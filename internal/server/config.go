@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/pkg/cluster"
 )
@@ -197,7 +198,7 @@ func (c Config) Validate() error {
 	if c.QuotaBackendBytes > MaxQuotaBackendBytes {
 		return fmt.Errorf("--quota-backend-bytes %d exceeds the maximum %d", c.QuotaBackendBytes, int64(MaxQuotaBackendBytes))
 	}
-	if _, err := parseAutoCompaction(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
+	if _, err := autocompact.Parse(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
 	}
 	peers, err := ParseInitialCluster(c.InitialCluster)

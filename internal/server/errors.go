@@ -1,6 +1,11 @@
 package server
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairnkv/cairn/internal/clusterversion"
+	"github.com/cairnkv/cairn/pkg/cluster"
+)
 
 // Errors of a member, with etcd's texts; internal/api maps them to the gRPC
 // errors clients expect.
@@ -17,8 +22,8 @@ var (
 	ErrMemberExists        = errors.New("etcdserver: member ID already exist")
 	ErrPeerURLExists       = errors.New("etcdserver: Peer URLs already exists")
 	ErrMemberIDRemoved     = errors.New("etcdserver: member ID has been removed")
-	ErrUnhealthy           = errors.New("etcdserver: unhealthy cluster")
-	ErrNotEnoughStarted    = errors.New("etcdserver: re-configuration failed due to not enough started members")
+	ErrUnhealthy           = cluster.ErrUnhealthy
+	ErrNotEnoughStarted    = cluster.ErrNotEnoughStarted
 	ErrLearnerNotReady     = errors.New("etcdserver: rpc not supported for learner")
 	ErrNotLeader           = errors.New("etcdserver: not leader")
 	ErrLeaderChanged       = errors.New("etcdserver: leader changed")
@@ -27,8 +32,8 @@ var (
 	ErrBadPeerMessage      = errors.New("rejected peer message")
 	ErrUnknownMethod       = errors.New("etcdserver: unknown method")
 
-	ErrWrongDowngradeVersionFormat   = errors.New("etcdserver: wrong downgrade target version format")
-	ErrInvalidDowngradeTargetVersion = errors.New("etcdserver: invalid downgrade target version")
-	ErrClusterVersionUnavailable     = errors.New("etcdserver: cluster version not found during downgrade")
-	ErrDowngradeInProcess            = errors.New("etcdserver: cluster has a downgrade job in progress")
+	ErrWrongDowngradeVersionFormat   = clusterversion.ErrWrongDowngradeVersionFormat
+	ErrInvalidDowngradeTargetVersion = clusterversion.ErrInvalidDowngradeTargetVersion
+	ErrClusterVersionUnavailable     = clusterversion.ErrClusterVersionUnavailable
+	ErrDowngradeInProcess            = clusterversion.ErrDowngradeInProcess
 )

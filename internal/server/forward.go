@@ -79,7 +79,7 @@ func onPrimary[T any](ctx context.Context, s *Server, query func() (T, error)) (
 // knew to be committed at the call.
 func (s *Server) waitCommittedApplied(ctx context.Context) error {
 	select {
-	case <-s.applied.wait(s.commit.Load()):
+	case <-s.applied.Wait(s.commit.Load()):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -12,7 +12,7 @@ import (
 )
 
 // Member is a member of the cluster, as the members bucket stores it.
-type Member = store.MemberRecord
+type Member = cluster.Member
 
 // The member and cluster IDs and the --initial-cluster syntax are etcd's,
 // in pkg/cluster, which the offline restore applies too.
@@ -40,7 +40,7 @@ func (ms *membership) load(s *store.Store) error {
 	members := map[uint64]*Member{}
 	var decodeErr error
 	err := rt.Range(store.BucketMembers, nil, nil, func(k, v []byte) bool {
-		m, err := store.UnmarshalMember(v)
+		m, err := cluster.UnmarshalMember(v)
 		if err != nil {
 			decodeErr = fmt.Errorf("member %s: %w", k, err)
 			return false
@@ -56,7 +56,7 @@ func (ms *membership) load(s *store.Store) error {
 	}
 	removed := map[uint64]bool{}
 	rt.Range(store.BucketMembersRemoved, nil, nil, func(k, _ []byte) bool {
-		if id, err := store.ParseMemberKey(k); err == nil {
+		if id, err := cluster.ParseMemberKey(k); err == nil {
 			removed[id] = true
 		}
 		return true
@@ -77,7 +77,7 @@ func (ms *membership) save(wt *store.WriteTx, m *Member) error {
 	cp := *m
 	ms.members[m.ID] = &cp
 	ms.mu.Unlock()
-	return wt.Put(store.BucketMembers, store.MemberKey(m.ID), data)
+	return wt.Put(store.BucketMembers, cluster.MemberKey(m.ID), data)
 }
 
 func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
@@ -85,10 +85,10 @@ func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
 	delete(ms.members, id)
 	ms.removed[id] = true
 	ms.mu.Unlock()
-	if err := wt.Delete(store.BucketMembers, store.MemberKey(id)); err != nil {
+	if err := wt.Delete(store.BucketMembers, cluster.MemberKey(id)); err != nil {
 		return err
 	}
-	return wt.Put(store.BucketMembersRemoved, store.MemberKey(id), []byte("removed"))
+	return wt.Put(store.BucketMembersRemoved, cluster.MemberKey(id), cluster.MemberRemovedValue)
 }
 
 // get returns a copy of a member.

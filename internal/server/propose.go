@@ -82,16 +82,16 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (ap
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	ch := s.waiters.register(id, req, data)
+	ch := s.waiters.Register(id, proposal{req, data})
 	if err := s.node.Propose(ctx, data); err != nil {
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return applyResult{}, s.proposeError(ctx, err)
 	}
 	select {
 	case res := <-ch:
 		return res, nil
 	case <-ctx.Done():
-		s.waiters.cancel(id)
+		s.waiters.Cancel(id)
 		return applyResult{}, s.waitError(ctx)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
@@ -195,7 +195,7 @@ func (s *Server) readIndex(seq uint64) error {
 		defer cancel()
 		return s.node.ReadIndex(ctx, rctx)
 	}
-	changed := s.leaderless.leaderChange()
+	changed := s.leaderless.Changed()
 	if err := send(); err != nil {
 		return s.proposeError(context.Background(), err)
 	}
@@ -205,7 +205,7 @@ func (s *Server) readIndex(seq uint64) error {
 			// A request sent to a leader that has just stepped down (a
 			// paused leader that comes back, say) is lost: ask the new
 			// one at once instead of at the next retry.
-			changed = s.leaderless.leaderChange()
+			changed = s.leaderless.Changed()
 			if s.leaderID.Load() == 0 {
 				return ErrNoLeader
 			}
@@ -216,7 +216,7 @@ func (s *Server) readIndex(seq uint64) error {
 				continue // an older round's answer
 			}
 			select {
-			case <-s.applied.wait(rs.Index):
+			case <-s.applied.Wait(rs.Index):
 				return nil
 			case <-timeout.C:
 				return ErrTimeout
@@ -249,7 +249,7 @@ func (s *Server) publishAttributes() {
 		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.AdvertiseClientURLs},
 	}}
 	for !s.stopping() {
-		changed := s.leaderless.leaderChange()
+		changed := s.leaderless.Changed()
 		ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
 		_, err := s.Propose(ctx, proto.Clone(req).(*pb.InternalRaftRequest))
 		cancel()
@@ -279,9 +279,7 @@ func (s *Server) Member(id uint64) (Member, bool) { return s.members.get(id) }
 
 // AppliedIndex and CommittedIndex report raft progress.
 func (s *Server) AppliedIndex() uint64 {
-	s.applied.mu.Lock()
-	defer s.applied.mu.Unlock()
-	return s.applied.applied
+	return s.applied.Current()
 }
 
 // CommittedIndex returns the last commit index this member knows.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/alarm"
 )
 
 // quotaOverhead is the room a write is expected to take beyond its own bytes.
@@ -16,7 +18,7 @@ func (s *Server) CheckQuota(ctx context.Context, req *pb.InternalRaftRequest) er
 	if !writesData(req) {
 		return nil
 	}
-	if s.alarms.noSpace() {
+	if s.alarms.NoSpace() {
 		return ErrNoSpace
 	}
 	need := int64(quotaOverhead)
@@ -58,3 +60,10 @@ func (s *Server) IsLearner() bool {
 	m, ok := s.members.get(s.id)
 	return ok && m.IsLearner
 }
+
+// Alarms returns the raised alarms.
+func (s *Server) Alarms() []*pb.AlarmMember { return s.alarms.List(0, pb.AlarmType_NONE) }
+
+// refusedWhenCorrupt is what fails while the CORRUPT alarm is raised
+// (alarm.RefusedWhenCorrupt).
+var refusedWhenCorrupt = alarm.RefusedWhenCorrupt

@@ -147,7 +147,7 @@ func (s *Server) onLeaderChange(old, lead uint64) {
 	default:
 		s.log.Info("following a leader", "leader", fmt.Sprintf("%x", lead))
 	}
-	s.leaderless.set(lead)
+	s.leaderless.Set(lead)
 	s.leaderChanged(lead)
 }
 
@@ -244,7 +244,7 @@ func (s *Server) forwardedLoop() {
 				s.proposalsFailed.Add(1)
 				continue
 			}
-			if err := s.node.Step(s.leaderless.untilChange(), m); err != nil {
+			if err := s.node.Step(s.leaderless.UntilChange(), m); err != nil {
 				s.proposalsFailed.Add(1)
 			}
 		}

@@ -15,7 +15,9 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/metrics"
@@ -85,7 +87,7 @@ type Server struct {
 	// versionCheck wakes clusterVersionLoop.
 	versionCheck chan struct{}
 
-	alarms *alarms
+	alarms *alarm.Alarms
 	lessor *lease.Lessor
 	auth   *auth.Store // users, roles, tokens (auth: added)
 
@@ -143,8 +145,8 @@ func Start(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	s.alarms = newAlarms()
-	if err := s.alarms.load(st); err != nil {
+	s.alarms = alarm.New()
+	if err := s.alarms.Load(st); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -195,7 +197,7 @@ func Start(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go s.publishAttributes()
 	s.startCorruptChecks()
-	if ac, _ := parseAutoCompaction(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.enabled() {
+	if ac, _ := autocompact.Parse(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.Enabled() {
 		s.wg.Add(1)
 		go s.autoCompactLoop(ac)
 	}
@@ -215,7 +217,7 @@ func (s *Server) campaignAlone() {
 		return
 	}
 	select {
-	case <-s.applied.wait(max(last, uint64(len(s.members.list())))):
+	case <-s.applied.Wait(max(last, uint64(len(s.members.list())))):
 	case <-s.stopc:
 		return
 	}
@@ -397,7 +399,7 @@ func (s *Server) Leader() uint64 { return s.leaderID.Load() }
 func (s *Server) LeaderChanges() uint64 { return s.leaderChanges.Load() }
 
 // ProposalsPending counts the proposals waiting for their result.
-func (s *Server) ProposalsPending() int { return s.waiters.len() }
+func (s *Server) ProposalsPending() int { return s.waiters.Len() }
 
 // Term returns the current raft term.
 func (s *Server) Term() uint64 { return s.term.Load() }
@@ -446,7 +448,7 @@ func (s *Server) Stop() {
 	for _, srv := range s.peerSrv {
 		srv.Close()
 	}
-	s.leaderless.stop() // ends a step of forwardedLoop waiting for raft
+	s.leaderless.Stop() // ends a step of forwardedLoop waiting for raft
 	s.wg.Wait()
 	if s.transport != nil {
 		s.transport.Stop()

@@ -1,8 +1,10 @@
 // Package cluster holds etcd's rules for a cluster's identity, which a
 // member at its start and an offline restore apply alike: the syntax of
 // --initial-cluster, the URLs a member may have, and the member and cluster
-// IDs derived from them (the records of the members bucket are
-// store.MemberRecord). It imports nothing of internal/.
+// IDs derived from them; the records of the members and cluster buckets
+// that are about the cluster (Member, DowngradeInfo); and the rules of the
+// strict reconfiguration check. It imports nothing of internal/, nor
+// pkg/store.
 package cluster
 
 import (

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -13,7 +12,8 @@ import (
 )
 
 // Decoders of the values of every bucket of an etcd 3.7 data file, for the
-// offline tools and for the packages that own those buckets.
+// offline tools and for the packages that own those buckets (the members
+// and the downgrade records are pkg/cluster's).
 
 // Keys of the auth and cluster buckets.
 var (
@@ -22,9 +22,6 @@ var (
 	ClusterVersionKey = []byte("clusterVersion")
 	ClusterDowngrade  = []byte("downgrade")
 )
-
-// MemberRemovedValue is the value of a members_removed entry.
-var MemberRemovedValue = []byte("removed")
 
 // DecodeUint64 decodes an 8-byte big-endian value (meta consistent_index and
 // term, auth authRevision).
@@ -45,45 +42,6 @@ func ParseLeaseKey(k []byte) (int64, error) {
 		return 0, fmt.Errorf("lease key %x: %w", k, err)
 	}
 	return int64(v), nil
-}
-
-// MemberRecord is a value of the members bucket: the JSON etcd writes for a
-// member. Learners have IsLearner set; a member that has not published its
-// name and client URLs yet has neither.
-type MemberRecord struct {
-	ID         uint64   `json:"id"`
-	PeerURLs   []string `json:"peerURLs"`
-	Name       string   `json:"name,omitempty"`
-	ClientURLs []string `json:"clientURLs,omitempty"`
-	IsLearner  bool     `json:"isLearner,omitempty"`
-}
-
-// MemberKey is the key of a member in the members and members_removed
-// buckets: its ID in hexadecimal, without leading zeros.
-func MemberKey(id uint64) []byte { return []byte(strconv.FormatUint(id, 16)) }
-
-// ParseMemberKey decodes a key of the members or members_removed bucket.
-func ParseMemberKey(k []byte) (uint64, error) {
-	id, err := strconv.ParseUint(string(k), 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("member key %q is not a hexadecimal ID", k)
-	}
-	return id, nil
-}
-
-// UnmarshalMember decodes a value of the members bucket.
-func UnmarshalMember(b []byte) (MemberRecord, error) {
-	var m MemberRecord
-	if err := json.Unmarshal(b, &m); err != nil {
-		return MemberRecord{}, fmt.Errorf("decode member: %w", err)
-	}
-	return m, nil
-}
-
-// Marshal encodes m as etcd writes it.
-func (m MemberRecord) Marshal() []byte {
-	b, _ := json.Marshal(m) // cannot fail: strings, numbers and a bool
-	return b
 }
 
 // UnmarshalAuthUser decodes a value of the authUsers bucket.
@@ -112,27 +70,6 @@ func UnmarshalAlarmKey(k []byte) (*pb.AlarmMember, error) {
 		return nil, fmt.Errorf("decode alarm: %w", err)
 	}
 	return a, nil
-}
-
-// DowngradeInfo is the value of the cluster bucket's downgrade key.
-type DowngradeInfo struct {
-	TargetVersion string `json:"target-version"`
-	Enabled       bool   `json:"enabled"`
-}
-
-// Marshal encodes d as etcd writes it.
-func (d DowngradeInfo) Marshal() []byte {
-	b, _ := json.Marshal(d) // cannot fail: a string and a bool
-	return b
-}
-
-// UnmarshalDowngrade decodes the cluster bucket's downgrade value.
-func UnmarshalDowngrade(b []byte) (DowngradeInfo, error) {
-	var d DowngradeInfo
-	if err := json.Unmarshal(b, &d); err != nil {
-		return DowngradeInfo{}, fmt.Errorf("decode downgrade info: %w", err)
-	}
-	return d, nil
 }
 
 // UnmarshalConfState decodes the meta bucket's confState: the JSON of a

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -169,22 +169,5 @@ func (kh *kvHasher) sum() uint32 { return kh.h.Sum32() }
 // Maintenance.Hash does.
 func (s *Store) Hash() (uint32, error) { return s.b.Hash(HashIgnores) }
 
-// hashBuckets returns the CRC-32 (Castagnoli) of every bucket name, key and
-// value of tx in key order, leaving out the keys in ignore (bucket name →
-// keys).
-func hashBuckets(tx *bolt.Tx, ignore map[string][]string) (uint32, error) {
-	h := crc32.New(castagnoli)
-	err := tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
-		h.Write(name)
-		skip := ignore[string(name)]
-		return bk.ForEach(func(k, v []byte) error {
-			if slices.Contains(skip, string(k)) {
-				return nil
-			}
-			h.Write(k)
-			h.Write(v)
-			return nil
-		})
-	})
-	return h.Sum32(), err
-}
+// hashBuckets is the hash of a bbolt file's buckets (boltfile.HashBuckets).
+var hashBuckets = boltfile.HashBuckets

@@ -6,6 +6,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // OfflineIndex is the key index of a bbolt data file rebuilt without opening
@@ -17,14 +19,15 @@ import (
 // restore --bump-revision writes an empty value at the bumped revision to
 // mark it, and etcd counts it as a key.
 type OfflineIndex struct {
-	db         *OfflineDB
+	db         *boltfile.DB
 	index      *treeIndex
 	rev        int64
 	compactRev int64
 }
 
-// Index rebuilds the key index of the file from its key and meta buckets.
-func (o *OfflineDB) Index() (*OfflineIndex, error) {
+// ReadIndex rebuilds the key index of a bbolt data file opened read-only
+// from its key and meta buckets.
+func ReadIndex(o *boltfile.DB) (*OfflineIndex, error) {
 	oi := &OfflineIndex{db: o, index: newTreeIndex()}
 	err := o.View(func(tx *bolt.Tx) error {
 		compactRev, err := offlineCompactRev(tx, MetaScheduledCompactRev)
@@ -45,7 +48,7 @@ func (o *OfflineDB) Index() (*OfflineIndex, error) {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("rebuild index of %s: %w", o.path, err)
+			return fmt.Errorf("rebuild index of %s: %w", o.Path(), err)
 		}
 		oi.rev = max(current, compactRev)
 		return nil

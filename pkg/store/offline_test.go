@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 // TestOfflineIndexAgreesWithStore writes a random history with the store,
@@ -70,12 +71,12 @@ func TestOfflineIndexAgreesWithStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := OpenOffline(path, 0)
+	db, err := boltfile.Open(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +99,12 @@ func TestOfflineIndexAgreesWithStore(t *testing.T) {
 }
 
 func TestOfflineFixture(t *testing.T) {
-	db, err := OpenOffline(fixturePath("data", "member", "snap", "db"), 0)
+	db, err := boltfile.Open(fixturePath("data", "member", "snap", "db"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,56 +115,9 @@ func TestOfflineFixture(t *testing.T) {
 	if n := idx.LiveKeys(); n != 34 {
 		t.Errorf("%d live keys, want 34", n)
 	}
-	if err := CheckBoltPages(fixturePath("data", "member", "snap", "db")); err != nil {
-		t.Error(err)
-	}
-	if err := CheckBoltPages(fixturePath("snapshot.db")); err != nil {
-		t.Error(err)
-	}
-}
-
-func TestCheckBoltFileDiagnoses(t *testing.T) {
-	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	if _, err := CheckBoltFile(write("empty", nil)); !errors.Is(err, ErrNotBolt) {
-		t.Errorf("empty file: %v", err)
-	}
-	if _, err := CheckBoltFile(write("text", []byte("hello, this is not a database at all"))); !errors.Is(err, ErrNotBolt) {
-		t.Errorf("text file: %v", err)
-	}
-	if _, err := CheckBoltFile(write("short", src[:12000])); !errors.Is(err, ErrBoltTruncated) {
-		t.Errorf("truncated file: %v", err)
-	}
-	// One damaged meta page: the other one serves.
-	oneMeta := append([]byte(nil), src...)
-	oneMeta[20] ^= 0xff
-	if _, err := CheckBoltFile(write("onemeta", oneMeta)); err != nil {
-		t.Errorf("one good meta page: %v", err)
-	}
 }
 
 func TestDecodeBuckets(t *testing.T) {
-	m := MemberRecord{ID: 0x1f4d227d440d78c2, Name: "m1", PeerURLs: []string{"http://127.0.0.1:42380"}, ClientURLs: []string{"http://127.0.0.1:42379"}}
-	want := `{"id":2255496909790476482,"peerURLs":["http://127.0.0.1:42380"],"name":"m1","clientURLs":["http://127.0.0.1:42379"]}`
-	if got := string(m.Marshal()); got != want {
-		t.Errorf("member JSON %s, want etcd's %s", got, want)
-	}
-	if string(MemberKey(0x09443329ec7158d9)) != "9443329ec7158d9" {
-		t.Errorf("member key %s: etcd writes IDs without leading zeros", MemberKey(0x09443329ec7158d9))
-	}
-	if id, err := ParseMemberKey([]byte("9443329ec7158d9")); err != nil || id != 0x09443329ec7158d9 {
-		t.Errorf("ParseMemberKey = %x, %v", id, err)
-	}
 	cs := MarshalConfState(&raftpb.ConfState{Voters: []uint64{2255496909790476482}})
 	if string(cs) != `{"voters":[2255496909790476482],"auto_leave":false}` {
 		t.Errorf("confState %s", cs)
@@ -171,39 +125,9 @@ func TestDecodeBuckets(t *testing.T) {
 	if back, err := UnmarshalConfState(cs); err != nil || back.GetVoters()[0] != 2255496909790476482 {
 		t.Errorf("UnmarshalConfState: %v %v", back, err)
 	}
-	// The downgrade values etcd 3.7.3 wrote on enable and on cancel.
-	for _, want := range []string{`{"target-version":"3.6.0","enabled":true}`, `{"target-version":"","enabled":false}`} {
-		d, err := UnmarshalDowngrade([]byte(want))
-		if err != nil {
-			t.Error(err)
-		}
-		if got := string(d.Marshal()); got != want {
-			t.Errorf("downgrade JSON %s, want etcd's %s", got, want)
-		}
-	}
 	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
 		t.Error("DecodeUint64 accepted 2 bytes")
 	}
-}
-
-// FuzzCheckBoltPages feeds arbitrary files to the meta and page checks:
-// they must return, never panic or read out of bounds.
-func FuzzCheckBoltPages(f *testing.F) {
-	src, err := os.ReadFile(fixturePath("data", "member", "snap", "db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(src)
-	f.Add(src[:8192])
-	f.Add([]byte{})
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "db")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		CheckBoltPages(p)
-	})
 }
 
 // A file never compacted hashes with compact revision -1, online and
@@ -220,12 +144,12 @@ func TestHashKVNeverCompacted(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenOffline(path, 0)
+	db, err := boltfile.Open(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	idx, err := db.Index()
+	idx, err := ReadIndex(db)
 	if err != nil {
 		t.Fatal(err)
 	}

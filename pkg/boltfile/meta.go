@@ -1,4 +1,10 @@
-package store
+// Package boltfile reads bbolt data files for offline tools: the meta
+// pages and the page tree checked without bbolt (which panics, or crashes
+// the process, on a damaged file), a file opened read-only with damage
+// returned as errors, and the hash of its buckets. It is about the bbolt
+// file format, not what the buckets hold (pkg/store), and imports nothing
+// of the module.
+package boltfile
 
 import (
 	"encoding/binary"
@@ -9,7 +15,7 @@ import (
 	"os"
 )
 
-// Facts of the bbolt file format that the offline checks need: the two meta
+// Facts of the bbolt file format that the checks need: the two meta
 // pages at the start of the file, each a 16-byte page header followed by the
 // meta fields, little-endian on the platforms bbolt supports.
 const (
@@ -24,8 +30,8 @@ const (
 	boltFallbackPage   = 4096 // where bbolt looks for meta page 1 when page 0 is unusable
 )
 
-// BoltMeta is what a valid bbolt meta page says about its file.
-type BoltMeta struct {
+// metaPage is what a valid bbolt meta page says about its file.
+type metaPage struct {
 	// Page is the meta page it was read from (0 or 1).
 	Page int
 	// PageSize is the size of every page of the file.
@@ -42,40 +48,40 @@ type BoltMeta struct {
 // ErrNotBolt: the file is not a bbolt file (no valid meta page).
 var ErrNotBolt = errors.New("not a bbolt file")
 
-// ErrBoltTruncated: the file is shorter than its meta page says.
-var ErrBoltTruncated = errors.New("bbolt file is truncated")
+// ErrTruncated: the file is shorter than its meta page says.
+var ErrTruncated = errors.New("bbolt file is truncated")
 
-// CheckBoltFile reads the two meta pages of the bbolt file at path, without
+// checkFile reads the two meta pages of the bbolt file at path, without
 // opening it as a database, and returns the newest valid one. It fails with
-// ErrNotBolt when neither meta page is valid and with ErrBoltTruncated when
+// ErrNotBolt when neither meta page is valid and with ErrTruncated when
 // the file is shorter than the pages the newest meta page counts: bbolt maps
 // the file into memory, and reading a page past its end would crash the
 // process instead of returning an error.
-func CheckBoltFile(path string) (BoltMeta, error) {
+func checkFile(path string) (metaPage, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return BoltMeta{}, fmt.Errorf("check db %s: %w", path, err)
+		return metaPage{}, fmt.Errorf("check db %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return BoltMeta{}, fmt.Errorf("check db %s: %w", path, err)
+		return metaPage{}, fmt.Errorf("check db %s: %w", path, err)
 	}
 	size := st.Size()
 
-	m0, err0 := readBoltMeta(f, 0, 0)
+	m0, err0 := readMeta(f, 0, 0)
 	pageSize := int64(boltFallbackPage)
 	if err0 == nil {
 		pageSize = int64(m0.PageSize)
 	}
-	m1, err1 := readBoltMeta(f, 1, pageSize)
-	var best BoltMeta
+	m1, err1 := readMeta(f, 1, pageSize)
+	var best metaPage
 	switch {
 	case err0 != nil && err1 != nil:
 		if size == 0 {
-			return BoltMeta{}, fmt.Errorf("db %s: %w: the file is empty", path, ErrNotBolt)
+			return metaPage{}, fmt.Errorf("db %s: %w: the file is empty", path, ErrNotBolt)
 		}
-		return BoltMeta{}, fmt.Errorf("db %s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
+		return metaPage{}, fmt.Errorf("db %s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
 	case err0 != nil:
 		best = m1
 	case err1 != nil:
@@ -88,37 +94,37 @@ func CheckBoltFile(path string) (BoltMeta, error) {
 	need := int64(best.HighWater) * int64(best.PageSize)
 	if best.HighWater > uint64(size)/uint64(best.PageSize) {
 		return best, fmt.Errorf("db %s: %w: meta page %d counts %d pages of %d bytes (%d bytes) but the file has %d bytes",
-			path, ErrBoltTruncated, best.Page, best.HighWater, best.PageSize, need, size)
+			path, ErrTruncated, best.Page, best.HighWater, best.PageSize, need, size)
 	}
 	return best, nil
 }
 
-// readBoltMeta reads and validates meta page n, which starts at n*pageSize.
-func readBoltMeta(r io.ReaderAt, n int, pageSize int64) (BoltMeta, error) {
+// readMeta reads and validates meta page n, which starts at n*pageSize.
+func readMeta(r io.ReaderAt, n int, pageSize int64) (metaPage, error) {
 	buf := make([]byte, boltPageHeaderSize+boltMetaSize)
 	if _, err := r.ReadAt(buf, int64(n)*pageSize); err != nil {
 		if errors.Is(err, io.EOF) {
-			return BoltMeta{}, errors.New("file too short")
+			return metaPage{}, errors.New("file too short")
 		}
-		return BoltMeta{}, err
+		return metaPage{}, err
 	}
 	le := binary.LittleEndian
 	if flags := le.Uint16(buf[8:]); flags&boltMetaPageFlag == 0 {
-		return BoltMeta{}, fmt.Errorf("page flags %#x are not a meta page's", flags)
+		return metaPage{}, fmt.Errorf("page flags %#x are not a meta page's", flags)
 	}
 	meta := buf[boltPageHeaderSize:]
 	if magic := le.Uint32(meta[0:]); magic != boltMagic {
-		return BoltMeta{}, fmt.Errorf("bad magic %#x", magic)
+		return metaPage{}, fmt.Errorf("bad magic %#x", magic)
 	}
 	if v := le.Uint32(meta[4:]); v != boltVersion {
-		return BoltMeta{}, fmt.Errorf("unsupported version %d", v)
+		return metaPage{}, fmt.Errorf("unsupported version %d", v)
 	}
 	h := fnv.New64a()
 	h.Write(meta[:boltMetaChecksumAt])
 	if sum, stored := h.Sum64(), le.Uint64(meta[boltMetaChecksumAt:]); sum != stored {
-		return BoltMeta{}, fmt.Errorf("checksum %#x does not match the stored %#x", sum, stored)
+		return metaPage{}, fmt.Errorf("checksum %#x does not match the stored %#x", sum, stored)
 	}
-	m := BoltMeta{
+	m := metaPage{
 		Page:      n,
 		PageSize:  le.Uint32(meta[8:]),
 		RootPage:  le.Uint64(meta[16:]),
@@ -126,7 +132,7 @@ func readBoltMeta(r io.ReaderAt, n int, pageSize int64) (BoltMeta, error) {
 		TxID:      le.Uint64(meta[48:]),
 	}
 	if m.PageSize < boltMinPageSize || m.PageSize > boltMaxPageSize || m.PageSize&(m.PageSize-1) != 0 {
-		return BoltMeta{}, fmt.Errorf("implausible page size %d", m.PageSize)
+		return metaPage{}, fmt.Errorf("implausible page size %d", m.PageSize)
 	}
 	return m, nil
 }

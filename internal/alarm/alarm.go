@@ -1,4 +1,8 @@
-package server
+// Package alarm is the table of a cluster's raised alarms (NOSPACE,
+// CORRUPT), mirrored in the alarm bucket of the store: loaded at start,
+// changed by the alarm requests of the log as they are applied. It holds
+// no goroutine and may import pkg/store, never internal/.
+package alarm
 
 import (
 	"fmt"
@@ -11,9 +15,10 @@ import (
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
-// alarms are the raised alarms of the cluster, mirrored in the alarm bucket
-// (key: the marshalled AlarmMember, value: empty).
-type alarms struct {
+// Alarms are the raised alarms of the cluster, mirrored in the alarm bucket
+// (key: the marshalled AlarmMember, value: empty). They are safe for
+// concurrent use.
+type Alarms struct {
 	mu     sync.RWMutex
 	active map[alarmKey]bool
 }
@@ -23,9 +28,11 @@ type alarmKey struct {
 	alarm  pb.AlarmType
 }
 
-func newAlarms() *alarms { return &alarms{active: map[alarmKey]bool{}} }
+// New returns an empty table.
+func New() *Alarms { return &Alarms{active: map[alarmKey]bool{}} }
 
-func (a *alarms) load(s *store.Store) error {
+// Load reads the alarm bucket of s, in place of what the table held.
+func (a *Alarms) Load(s *store.Store) error {
 	rt := s.Backend().Read()
 	defer rt.Close()
 	active := map[alarmKey]bool{}
@@ -48,7 +55,8 @@ func (a *alarms) load(s *store.Store) error {
 	return err
 }
 
-func (a *alarms) noSpace() bool {
+// NoSpace reports whether a NOSPACE alarm is raised, for any member.
+func (a *Alarms) NoSpace() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	for k := range a.active {
@@ -59,8 +67,8 @@ func (a *alarms) noSpace() bool {
 	return false
 }
 
-// corrupt reports whether a CORRUPT alarm is raised, for any member.
-func (a *alarms) corrupt() bool {
+// Corrupt reports whether a CORRUPT alarm is raised, for any member.
+func (a *Alarms) Corrupt() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	for k := range a.active {
@@ -71,8 +79,9 @@ func (a *alarms) corrupt() bool {
 	return false
 }
 
-// list returns the raised alarms, filtered by member and type (0/NONE: all).
-func (a *alarms) list(member uint64, t pb.AlarmType) []*pb.AlarmMember {
+// List returns the raised alarms, filtered by member and type (0/NONE:
+// all), ordered by member then type.
+func (a *Alarms) List(member uint64, t pb.AlarmType) []*pb.AlarmMember {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	var out []*pb.AlarmMember
@@ -90,13 +99,14 @@ func (a *alarms) list(member uint64, t pb.AlarmType) []*pb.AlarmMember {
 	return out
 }
 
-// apply raises, clears or lists alarms as the log says.
-func (a *alarms) apply(w *store.WriteTxn, req *pb.AlarmRequest, self uint64) (*pb.AlarmResponse, error) {
+// Apply raises, clears or lists alarms as an alarm request of the log
+// says, in the apply transaction w.
+func (a *Alarms) Apply(w *store.WriteTxn, req *pb.AlarmRequest) (*pb.AlarmResponse, error) {
 	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{Revision: w.Rev()}}
 	key := alarmKey{req.MemberID, req.Alarm}
 	switch req.Action {
 	case pb.AlarmRequest_GET:
-		resp.Alarms = a.list(req.MemberID, req.Alarm)
+		resp.Alarms = a.List(req.MemberID, req.Alarm)
 		return resp, nil
 	case pb.AlarmRequest_ACTIVATE:
 		if req.Alarm == pb.AlarmType_NONE {
@@ -130,5 +140,27 @@ func alarmBytes(k alarmKey) []byte {
 	return b
 }
 
-// Alarms returns the raised alarms.
-func (s *Server) Alarms() []*pb.AlarmMember { return s.alarms.list(0, pb.AlarmType_NONE) }
+// RefusedWhenCorrupt reports whether a request fails while the CORRUPT
+// alarm is raised: as in etcd, everything that writes or compacts the
+// keyspace, and leases being granted or revoked. Reads (read-only txns
+// included) are still served.
+func RefusedWhenCorrupt(req *pb.InternalRaftRequest) bool {
+	switch {
+	case req.Put != nil, req.DeleteRange != nil, req.Compaction != nil, req.LeaseGrant != nil, req.LeaseRevoke != nil:
+		return true
+	case req.Txn != nil:
+		return txnWrites(req.Txn)
+	}
+	return false
+}
+
+func txnWrites(t *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil || (op.GetRequestTxn() != nil && txnWrites(op.GetRequestTxn())) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,4 +1,4 @@
-package store
+package boltfile
 
 import (
 	"encoding/binary"
@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// More facts of the bbolt format, for CheckBoltPages: page flags, the
+// More facts of the bbolt format, for CheckPages: page flags, the
 // 16-byte element headers of branch and leaf pages, and the 16-byte bucket
 // header a leaf stores as the value of a nested bucket (an inline bucket's
 // page follows it when its root is 0).
@@ -19,15 +19,15 @@ const (
 	boltBucketHeader   = 16
 )
 
-// CheckBoltPages walks the b+tree of the bbolt file at path from its
+// CheckPages walks the b+tree of the bbolt file at path from its
 // newest meta page, reading the file (never mapping it), and checks that
 // every page reached is a branch or leaf page that says it is the page it
 // was reached as, lies within the file and is reached once. It returns the
 // first problem with the page number and offset. bbolt itself panics on
 // such pages, and when it opens a file for writing it walks them in a
 // goroutine of its own, where the panic cannot be recovered: check first.
-func CheckBoltPages(path string) error {
-	meta, err := CheckBoltFile(path)
+func CheckPages(path string) error {
+	meta, err := checkFile(path)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ type pageWalker struct {
 
 // corrupt formats a problem at page id.
 func (w *pageWalker) corrupt(id uint64, format string, args ...any) error {
-	return fmt.Errorf("db %s: %w: page %d (offset %d), %s", w.path, ErrCorruptDB, id, int64(id)*w.pageSize, fmt.Sprintf(format, args...))
+	return fmt.Errorf("db %s: %w: page %d (offset %d), %s", w.path, ErrCorrupt, id, int64(id)*w.pageSize, fmt.Sprintf(format, args...))
 }
 
 // walk checks page id, reached from what, and everything below it.

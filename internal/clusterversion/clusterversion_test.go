@@ -1,4 +1,4 @@
-package server
+package clusterversion
 
 import (
 	"log/slog"
@@ -10,18 +10,21 @@ import (
 
 // TestApplyClusterVersionMovesStorageVersion: the storage version follows
 // the cluster version between 3.6 and 3.7, the layouts cairn writes, and a
-// lowered cluster version forces a snapshot.
+// lowered cluster version is reported (the member forces a snapshot).
 func TestApplyClusterVersionMovesStorageVersion(t *testing.T) {
 	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(t.TempDir(), "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := createBuckets(st); err != nil {
+	w := st.Write()
+	if err := w.Backend().CreateBucket(store.BucketCluster); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.DiscardHandler)}
-	s.store.Store(st)
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
 	for _, c := range []struct {
 		set, storage string
 		forced       bool
@@ -34,17 +37,17 @@ func TestApplyClusterVersionMovesStorageVersion(t *testing.T) {
 		{"3.8.0", "3.6.0", false},
 		{"not a version", "3.6.0", false},
 	} {
-		s.snapshotForced = false
 		w := st.Write()
-		if err := s.applyClusterVersion(w.Backend(), c.set); err != nil {
+		lowered, err := ApplyClusterVersion(w.Backend(), c.set, log)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := w.End(); err != nil {
 			t.Fatal(err)
 		}
-		if s.ClusterVersion() != c.set || s.StorageVersion() != c.storage || s.snapshotForced != c.forced {
-			t.Errorf("after setting %s: cluster version %s, storage version %s, snapshot forced %v; want %s, %v",
-				c.set, s.ClusterVersion(), s.StorageVersion(), s.snapshotForced, c.storage, c.forced)
+		if ClusterVersion(st) != c.set || StorageVersion(st) != c.storage || lowered != c.forced {
+			t.Errorf("after setting %s: cluster version %s, storage version %s, lowered %v; want %s, %v",
+				c.set, ClusterVersion(st), StorageVersion(st), lowered, c.storage, c.forced)
 		}
 	}
 }

@@ -1,4 +1,12 @@
-package server
+// Package hashcheck is corruption detection between the members of a
+// cluster: the HashKV peer endpoint, and the initial, periodic and
+// compaction hash checks that compare a member's HashKV with its peers'.
+// It is driven by calls from internal/server, through the Member interface
+// the server implements, and runs no goroutine of its own (the server's
+// loops call it on their ticks). It may import pkg/store and
+// internal/transport (for the cluster ID header), never internal/server or
+// internal/api.
+package hashcheck
 
 import (
 	"bytes"
@@ -7,14 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -32,18 +39,68 @@ import (
 //     --compact-hash-check-time): the leader compares the hashes its store
 //     kept from its last compactions with the followers' at those revisions.
 //
-// Peers answer hash queries on the peer port at pathHashKV, as etcd's do:
-// GET with the JSON of a HashKVRequest, the JSON of a HashKVResponse back,
-// an error as a 400 with the error's text.
+// Peers answer hash queries on the peer port at Path, as etcd's do: GET
+// with the JSON of a HashKVRequest, the JSON of a HashKVResponse back, an
+// error as a 400 with the error's text.
 
-// ErrCorrupt is the error of the requests refused while the CORRUPT alarm
-// is raised (etcd's "corrupt cluster", gRPC code DataLoss).
-var ErrCorrupt = errors.New("etcdserver: corrupt cluster")
-
-const pathHashKV = "/members/hashkv"
+// Path is the peer route of hash queries (Checker.ServeHTTP answers it).
+const Path = "/members/hashkv"
 
 // DefaultCompactHashCheckTime is etcd's --compact-hash-check-time.
 const DefaultCompactHashCheckTime = time.Minute
+
+// Member is what the checks need of the member they run on.
+type Member interface {
+	// ID and ClusterID are the member's and its cluster's IDs.
+	ID() uint64
+	ClusterID() uint64
+	// Store is the member's current store.
+	Store() *store.Store
+	// Peers are the members of the cluster, in any order (the member
+	// itself, if listed, is skipped).
+	Peers() []Peer
+	// LinearizableReadNotify returns once the member has applied what the
+	// leader had committed at the call.
+	LinearizableReadNotify(ctx context.Context) error
+	// RaiseCorrupt proposes the CORRUPT alarm for a member (0: the whole
+	// cluster).
+	RaiseCorrupt(ctx context.Context, id uint64) error
+}
+
+// Peer is a member: its ID and peer URLs.
+type Peer struct {
+	ID   uint64
+	URLs []string
+}
+
+// Config is how the checks reach the peers and how long they wait.
+type Config struct {
+	Logger *slog.Logger
+	// Client carries the hash queries to the peers.
+	Client *http.Client
+	// Timeout bounds one check (etcd: its request timeout).
+	Timeout time.Duration
+	// Stop, once closed, ends the checks under way.
+	Stop <-chan struct{}
+}
+
+// Checker runs the checks of one member.
+type Checker struct {
+	m   Member
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the checker of m.
+func New(m Member, cfg Config) *Checker {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = http.DefaultClient
+	}
+	return &Checker{m: m, cfg: cfg, log: cfg.Logger}
+}
 
 // errClusterIDMismatch is a peer's refusal of a query from another cluster.
 var errClusterIDMismatch = errors.New("cluster ID mismatch")
@@ -65,14 +122,15 @@ type hashKVAnswer struct {
 	HashRevision    int64  `json:"hash_revision,omitempty"`
 }
 
-// serveHashKV answers a peer's hash query with this member's HashKV.
-func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers a peer's hash query (at Path) with this member's
+// HashKV.
+func (c *Checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if got := r.Header.Get(transport.HeaderClusterID); got != "" && got != strconv.FormatUint(s.clusterID, 16) {
+	if got := r.Header.Get(transport.HeaderClusterID); got != "" && got != strconv.FormatUint(c.m.ClusterID(), 16) {
 		http.Error(w, errClusterIDMismatch.Error(), http.StatusPreconditionFailed)
 		return
 	}
@@ -86,14 +144,14 @@ func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
 		return
 	}
-	st := s.st()
+	st := c.m.Store()
 	h, err := st.HashKV(q.Revision)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	var ans hashKVAnswer
-	ans.Header.ClusterID, ans.Header.MemberID, ans.Header.Revision = s.clusterID, s.id, st.Rev()
+	ans.Header.ClusterID, ans.Header.MemberID, ans.Header.Revision = c.m.ClusterID(), c.m.ID(), st.Rev()
 	ans.Hash, ans.CompactRevision, ans.HashRevision = h.Hash, h.CompactRevision, h.HashRevision
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(&ans)
@@ -110,11 +168,11 @@ type peerHash struct {
 // peerHashes asks every other member for its HashKV at rev, all at once,
 // trying each of a member's peer URLs until one answers. The answers are in
 // the order of the member IDs.
-func (s *Server) peerHashes(ctx context.Context, rev int64) []peerHash {
+func (c *Checker) peerHashes(ctx context.Context, rev int64) []peerHash {
 	var out []peerHash
-	for _, m := range s.members.list() {
-		if m.ID != s.id {
-			out = append(out, peerHash{id: m.ID, urls: m.PeerURLs})
+	for _, p := range c.m.Peers() {
+		if p.ID != c.m.ID() {
+			out = append(out, peerHash{id: p.ID, urls: p.URLs})
 		}
 	}
 	slices.SortFunc(out, func(a, b peerHash) int {
@@ -133,11 +191,11 @@ func (s *Server) peerHashes(ctx context.Context, rev int64) []peerHash {
 			defer wg.Done()
 			p.err = errors.New("member has no peer URL")
 			for _, u := range p.urls {
-				p.resp, p.err = s.askHashKV(ctx, u, rev)
+				p.resp, p.err = c.askHashKV(ctx, u, rev)
 				if p.err == nil {
 					return
 				}
-				s.log.Warn("failed hash kv request", "local-member-id", hexID(s.id), "requested-revision", rev,
+				c.log.Warn("failed hash kv request", "local-member-id", hexID(c.m.ID()), "requested-revision", rev,
 					"remote-peer-endpoint", u, "error", p.err.Error())
 			}
 		}(&out[i])
@@ -146,14 +204,14 @@ func (s *Server) peerHashes(ctx context.Context, rev int64) []peerHash {
 	return out
 }
 
-func (s *Server) askHashKV(ctx context.Context, peerURL string, rev int64) (*hashKVAnswer, error) {
+func (c *Checker) askHashKV(ctx context.Context, peerURL string, rev int64) (*hashKVAnswer, error) {
 	body, _ := json.Marshal(hashKVQuery{Revision: rev})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(peerURL, "/")+pathHashKV, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(peerURL, "/")+Path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(transport.HeaderClusterID, strconv.FormatUint(s.clusterID, 16))
-	resp, err := s.peerClient.Do(req)
+	req.Header.Set(transport.HeaderClusterID, strconv.FormatUint(c.m.ClusterID(), 16))
+	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -182,13 +240,13 @@ func (s *Server) askHashKV(ctx context.Context, peerURL string, rev int64) (*has
 	return ans, nil
 }
 
-// checkCtx is a context for one check: it ends after the request timeout
-// (etcd's: 5s + 2 election timeouts) or when the member stops.
-func (s *Server) checkCtx() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+// checkCtx is a context for one check: it ends after the timeout or when
+// the member stops.
+func (c *Checker) checkCtx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	go func() {
 		select {
-		case <-s.stopc:
+		case <-c.cfg.Stop:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -196,123 +254,81 @@ func (s *Server) checkCtx() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// initialCorruptCheck is etcd's initial corruption check: with the
-// InitialCorruptCheck gate on, a member restarting on a data dir that has
+// InitialCheck is etcd's initial corruption check (for the
+// InitialCorruptCheck gate): a member restarting on a data dir that has
 // applied entries compares its HashKV with its peers' at its revision, and
-// refuses to start if a peer at the same compact revision has another hash.
-// Peers that cannot answer are skipped with a warning.
-func (s *Server) initialCorruptCheck() error {
-	if !s.cfg.Features.Enabled(FeatureInitialCorruptCheck) {
-		return nil
-	}
-	if ci, _ := s.st().ConsistentIndex(); ci == 0 {
+// fails if a peer at the same compact revision has another hash. Peers
+// that cannot answer are skipped with a warning.
+func (c *Checker) InitialCheck() error {
+	if ci, _ := c.m.Store().ConsistentIndex(); ci == 0 {
 		return nil // a new member: nothing to compare yet
 	}
-	s.log.Info("starting initial corruption check", "local-member-id", hexID(s.id), "timeout", s.requestTimeout().String())
-	h, err := s.st().HashKV(0)
+	id := c.m.ID()
+	c.log.Info("starting initial corruption check", "local-member-id", hexID(id), "timeout", c.cfg.Timeout.String())
+	h, err := c.m.Store().HashKV(0)
 	if err != nil {
 		return fmt.Errorf("failed to get hash value (%v)", err)
 	}
-	ctx, cancel := s.checkCtx()
+	ctx, cancel := c.checkCtx()
 	defer cancel()
 	mismatch := 0
-	for _, p := range s.peerHashes(ctx, h.HashRevision) {
+	for _, p := range c.peerHashes(ctx, h.HashRevision) {
 		if p.resp != nil {
 			if p.resp.Hash == h.Hash {
 				continue
 			}
-			fields := []any{"local-member-id", hexID(s.id), "local-member-revision", h.HashRevision,
+			fields := []any{"local-member-id", hexID(id), "local-member-revision", h.HashRevision,
 				"local-member-compact-revision", h.CompactRevision, "local-member-hash", h.Hash,
 				"remote-peer-id", hexID(p.id), "remote-peer-endpoints", p.urls, "remote-peer-revision", p.resp.Header.Revision,
 				"remote-peer-compact-revision", p.resp.CompactRevision, "remote-peer-hash", p.resp.Hash}
 			if p.resp.CompactRevision == h.CompactRevision {
-				s.log.Warn("found different hash values from remote peer", fields...)
+				c.log.Warn("found different hash values from remote peer", fields...)
 				mismatch++
 			} else {
-				s.log.Warn("found different compact revision values from remote peer", fields...)
+				c.log.Warn("found different compact revision values from remote peer", fields...)
 			}
 			continue
 		}
-		fields := []any{"local-member-id", hexID(s.id), "local-member-revision", h.HashRevision,
+		fields := []any{"local-member-id", hexID(id), "local-member-revision", h.HashRevision,
 			"local-member-compact-revision", h.CompactRevision, "local-member-hash", h.Hash,
 			"remote-peer-id", hexID(p.id), "remote-peer-endpoints", p.urls, "error", p.err.Error()}
 		switch {
 		case errors.Is(p.err, store.ErrFutureRev):
-			s.log.Warn("cannot fetch hash from slow remote peer", fields...)
+			c.log.Warn("cannot fetch hash from slow remote peer", fields...)
 		case errors.Is(p.err, store.ErrCompacted):
-			s.log.Warn("cannot fetch hash from remote peer; local member is behind", fields...)
+			c.log.Warn("cannot fetch hash from remote peer; local member is behind", fields...)
 		case errors.Is(p.err, errClusterIDMismatch):
-			s.log.Warn("cluster ID mismatch", fields...)
+			c.log.Warn("cluster ID mismatch", fields...)
 		default:
-			s.log.Warn("skipped remote peer in initial corruption check: no answer", fields...)
+			c.log.Warn("skipped remote peer in initial corruption check: no answer", fields...)
 		}
 	}
 	if mismatch > 0 {
-		return fmt.Errorf("%s found data inconsistency with peers", hexID(s.id))
+		return fmt.Errorf("%s found data inconsistency with peers", hexID(id))
 	}
-	s.log.Info("initial corruption checking passed; no corruption", "local-member-id", hexID(s.id))
+	c.log.Info("initial corruption checking passed; no corruption", "local-member-id", hexID(id))
 	return nil
 }
 
-// startCorruptChecks starts the loops of the periodic and the compaction
-// hash checks that the configuration asks for.
-func (s *Server) startCorruptChecks() {
-	if s.cfg.CorruptCheckTime > 0 {
-		s.log.Info("enabled corruption checking", "local-member-id", hexID(s.id), "interval", s.cfg.CorruptCheckTime.String())
-		s.wg.Add(1)
-		go s.corruptCheckLoop(s.cfg.CorruptCheckTime)
-	}
-	if s.cfg.Features.Enabled(FeatureCompactHashCheck) {
-		interval := s.cfg.CompactHashCheckTime
-		if interval <= 0 {
-			interval = DefaultCompactHashCheckTime
-		}
-		s.wg.Add(1)
-		go s.compactHashLoop(interval)
-	}
-}
-
-func (s *Server) isLeader() bool { return s.leaderID.Load() == s.id }
-
-func (s *Server) corruptCheckLoop(interval time.Duration) {
-	defer s.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case <-t.C:
-		}
-		if !s.isLeader() {
-			continue
-		}
-		if err := s.periodicCorruptCheck(); err != nil {
-			s.log.Warn("failed to check hash KV", "error", err.Error())
-		}
-	}
-}
-
-// periodicCorruptCheck is one pass of the leader's check: its HashKV, the
+// PeriodicCheck is one pass of the leader's check: its HashKV, the
 // followers' at that revision, then (after a linearizable read, so that the
 // leader has applied at least what any follower answered from) its HashKV
 // again. The CORRUPT alarm goes up, once a pass, for the first problem
 // found: for the leader itself if its own hash changed at the same
 // revision, or if a follower is ahead of it; for a follower whose hash at
 // the same compact revision differs.
-func (s *Server) periodicCorruptCheck() error {
-	h1, err := s.st().HashKV(0)
+func (c *Checker) PeriodicCheck() error {
+	h1, err := c.m.Store().HashKV(0)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.checkCtx()
+	ctx, cancel := c.checkCtx()
 	defer cancel()
-	peers := s.peerHashes(ctx, h1.HashRevision)
-	if err := s.LinearizableReadNotify(ctx); err != nil {
+	peers := c.peerHashes(ctx, h1.HashRevision)
+	if err := c.m.LinearizableReadNotify(ctx); err != nil {
 		return err
 	}
-	st := s.st()
-	h2, err := st.HashKV(0)
+	h2, err := c.m.Store().HashKV(0)
 	if err != nil {
 		return err
 	}
@@ -321,13 +337,13 @@ func (s *Server) periodicCorruptCheck() error {
 	mismatch := func(id uint64) {
 		if !alarmed {
 			alarmed = true
-			s.raiseCorrupt(id)
+			c.raiseCorrupt(id)
 		}
 	}
 	if h2.Hash != h1.Hash && h2.HashRevision == h1.HashRevision && h2.CompactRevision == h1.CompactRevision {
-		s.log.Warn("found hash mismatch", "revision-1", h1.HashRevision, "compact-revision-1", h1.CompactRevision, "hash-1", h1.Hash,
+		c.log.Warn("found hash mismatch", "revision-1", h1.HashRevision, "compact-revision-1", h1.CompactRevision, "hash-1", h1.Hash,
 			"revision-2", h2.HashRevision, "compact-revision-2", h2.CompactRevision, "hash-2", h2.Hash)
-		mismatch(s.id)
+		mismatch(c.m.ID())
 	}
 	checked := 0
 	for _, p := range peers {
@@ -336,47 +352,50 @@ func (s *Server) periodicCorruptCheck() error {
 		}
 		checked++
 		if p.resp.Header.Revision > rev2 {
-			s.log.Warn("revision from follower must be less than or equal to leader's", "leader-revision", rev2,
+			c.log.Warn("revision from follower must be less than or equal to leader's", "leader-revision", rev2,
 				"follower-revision", p.resp.Header.Revision, "follower-peer-id", hexID(p.id))
-			mismatch(s.id)
+			mismatch(c.m.ID())
 		}
 		if p.resp.CompactRevision > h2.CompactRevision {
-			s.log.Warn("compact revision from follower must be less than or equal to leader's", "leader-compact-revision", h2.CompactRevision,
+			c.log.Warn("compact revision from follower must be less than or equal to leader's", "leader-compact-revision", h2.CompactRevision,
 				"follower-compact-revision", p.resp.CompactRevision, "follower-peer-id", hexID(p.id))
-			mismatch(s.id)
+			mismatch(c.m.ID())
 		}
 		if p.resp.CompactRevision == h1.CompactRevision && p.resp.Hash != h1.Hash {
-			s.log.Warn("same compact revision then hashes must match", "leader-compact-revision", h1.CompactRevision,
+			c.log.Warn("same compact revision then hashes must match", "leader-compact-revision", h1.CompactRevision,
 				"leader-hash", h1.Hash, "follower-compact-revision", p.resp.CompactRevision, "follower-hash", p.resp.Hash,
 				"follower-peer-id", hexID(p.id))
 			mismatch(p.id)
 		}
 	}
-	s.log.Info("finished peer corruption check", "number-of-peers-checked", checked)
+	c.log.Info("finished peer corruption check", "number-of-peers-checked", checked)
 	return nil
 }
 
-// raiseCorrupt proposes the CORRUPT alarm for a member (0: the whole
-// cluster, when no majority tells which members are wrong).
-func (s *Server) raiseCorrupt(id uint64) {
-	ctx, cancel := s.checkCtx()
+// raiseCorrupt has the member propose the CORRUPT alarm for a member (0:
+// the whole cluster, when no majority tells which members are wrong).
+func (c *Checker) raiseCorrupt(id uint64) {
+	ctx, cancel := c.checkCtx()
 	defer cancel()
-	req := &pb.InternalRaftRequest{Alarm: &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}}
-	if _, err := s.Propose(ctx, req); err != nil {
-		s.log.Warn("failed to raise the CORRUPT alarm", "member-id", hexID(id), "error", err.Error())
+	if err := c.m.RaiseCorrupt(ctx, id); err != nil {
+		c.log.Warn("failed to raise the CORRUPT alarm", "member-id", hexID(id), "error", err.Error())
 	}
 }
 
-// compactionRevs are the revisions of the compactions this member has
-// seen, the newest last, as many as the store keeps hashes for (etcd: 10).
-type compactionRevs struct {
+// CompactionRevs are the revisions of the compactions a member has seen,
+// the newest last, as many as the store keeps hashes for (etcd: 10). The
+// store keeps the hashes of its last compactions but does not list them,
+// so the caller notes the compaction revision as it moves (Observe), and
+// CompactHashCheck asks the store for its hash at each.
+type CompactionRevs struct {
 	revs    []int64
 	checked int64 // the newest revision checked on the whole cluster
 }
 
 const keptCompactions = 10
 
-func (c *compactionRevs) observe(rev int64) {
+// Observe notes the store's compaction revision.
+func (c *CompactionRevs) Observe(rev int64) {
 	if rev <= 0 || (len(c.revs) > 0 && c.revs[len(c.revs)-1] >= rev) {
 		return
 	}
@@ -388,7 +407,7 @@ func (c *compactionRevs) observe(rev int64) {
 
 // unchecked returns the revisions newer than the last one checked, newest
 // first.
-func (c *compactionRevs) unchecked() []int64 {
+func (c *CompactionRevs) unchecked() []int64 {
 	var out []int64
 	for i := len(c.revs) - 1; i >= 0 && c.revs[i] > c.checked; i-- {
 		out = append(out, c.revs[i])
@@ -396,60 +415,34 @@ func (c *compactionRevs) unchecked() []int64 {
 	return out
 }
 
-// compactHashLoop runs the compaction hash check on the leader every
-// interval. The store keeps the hashes of its last compactions but does not
-// list them, so the loop notes the compaction revision as it moves (every
-// second at most), and asks the store for its hash at each.
-func (s *Server) compactHashLoop(interval time.Duration) {
-	defer s.wg.Done()
-	sample := min(interval, time.Second)
-	st := time.NewTicker(sample)
-	defer st.Stop()
-	check := time.NewTicker(interval)
-	defer check.Stop()
-	var revs compactionRevs
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case <-st.C:
-			revs.observe(s.st().CompactRev())
-		case <-check.C:
-			revs.observe(s.st().CompactRev())
-			if s.isLeader() {
-				s.compactHashCheck(&revs)
-			}
-		}
-	}
-}
-
-// compactHashCheck compares, newest first, the kept hashes of the
+// CompactHashCheck is the leader's compaction hash check (for the
+// CompactHashCheck gate): it compares, newest first, the kept hashes of the
 // compactions not checked yet with the followers' at those revisions, and
 // stops at the first revision it could check on the whole cluster or where
 // it found a mismatch.
-func (s *Server) compactHashCheck(revs *compactionRevs) {
-	s.log.Info("starting compact hash check", "local-member-id", hexID(s.id), "timeout", s.requestTimeout().String())
+func (c *Checker) CompactHashCheck(revs *CompactionRevs) {
+	c.log.Info("starting compact hash check", "local-member-id", hexID(c.m.ID()), "timeout", c.cfg.Timeout.String())
 	unchecked := revs.unchecked()
 	for i, rev := range unchecked {
-		h, err := s.st().HashKV(rev)
+		h, err := c.m.Store().HashKV(rev)
 		// A kept hash is the one before the compaction, with the compact
 		// revision before it; one computed now (after a restart: the kept
 		// hashes live in memory only) is not comparable with the peers'.
 		if err != nil || h.CompactRevision == rev {
 			continue
 		}
-		ctx, cancel := s.checkCtx()
-		peers := s.peerHashes(ctx, rev)
+		ctx, cancel := c.checkCtx()
+		peers := c.peerHashes(ctx, rev)
 		cancel()
 		if len(peers) == 0 {
 			continue
 		}
-		if s.checkCompactionHash(h, peers, revs) {
-			s.log.Info("finished compaction hash check", "number-of-hashes-checked", i+1)
+		if c.checkCompactionHash(h, peers, revs) {
+			c.log.Info("finished compaction hash check", "number-of-hashes-checked", i+1)
 			return
 		}
 	}
-	s.log.Info("finished compaction hash check", "number-of-hashes-checked", len(unchecked))
+	c.log.Info("finished compaction hash check", "number-of-hashes-checked", len(unchecked))
 }
 
 // checkCompactionHash groups the members by their hash at h's revision
@@ -458,8 +451,9 @@ func (s *Server) compactHashCheck(revs *compactionRevs) {
 // outside the majority, or for the whole cluster (member 0) if there is no
 // majority. It reports whether the revision is done with: checked on every
 // peer, or a mismatch found.
-func (s *Server) checkCompactionHash(h store.KVHash, peers []peerHash, revs *compactionRevs) bool {
-	groups := map[uint32][]uint64{h.Hash: {s.id}}
+func (c *Checker) checkCompactionHash(h store.KVHash, peers []peerHash, revs *CompactionRevs) bool {
+	self := c.m.ID()
+	groups := map[uint32][]uint64{h.Hash: {self}}
 	checked := 0
 	for _, p := range peers {
 		var reason string
@@ -472,7 +466,7 @@ func (s *Server) checkCompactionHash(h store.KVHash, peers []peerHash, revs *com
 			reason = fmt.Sprintf("peer compact revision %d does not match leader compact revision %d", p.resp.CompactRevision, h.CompactRevision)
 		}
 		if reason != "" {
-			s.log.Warn("Skipped peer's hash", "number-of-peers", len(peers), "leader-id", hexID(s.id), "peer-id", hexID(p.id), "reason", reason)
+			c.log.Warn("Skipped peer's hash", "number-of-peers", len(peers), "leader-id", hexID(self), "peer-id", hexID(p.id), "reason", reason)
 			continue
 		}
 		checked++
@@ -480,11 +474,11 @@ func (s *Server) checkCompactionHash(h store.KVHash, peers []peerHash, revs *com
 	}
 	if len(groups) == 1 {
 		if checked == len(peers) {
-			s.log.Info("successfully checked hash on whole cluster", "number-of-peers-checked", checked, "revision", h.HashRevision, "compactRevision", h.CompactRevision)
+			c.log.Info("successfully checked hash on whole cluster", "number-of-peers-checked", checked, "revision", h.HashRevision, "compactRevision", h.CompactRevision)
 			revs.checked = max(revs.checked, h.HashRevision)
 			return true
 		}
-		s.log.Warn("skipped revision in compaction hash check; was not able to check all peers", "number-of-peers-checked", checked,
+		c.log.Warn("skipped revision in compaction hash check; was not able to check all peers", "number-of-peers-checked", checked,
 			"number-of-peers", len(peers), "revision", h.HashRevision, "compactRevision", h.CompactRevision)
 		return false
 	}
@@ -501,9 +495,9 @@ func (s *Server) checkCompactionHash(h store.KVHash, peers []peerHash, revs *com
 		}
 	}
 	if !quorumExists {
-		s.log.Error("Detected compaction hash mismatch but cannot identify the corrupted members, so intentionally set the memberID as 0",
-			"leader-id", hexID(s.id), "leader-revision", h.HashRevision, "leader-compact-revision", h.CompactRevision, "leader-hash", h.Hash)
-		s.raiseCorrupt(0)
+		c.log.Error("Detected compaction hash mismatch but cannot identify the corrupted members, so intentionally set the memberID as 0",
+			"leader-id", hexID(self), "leader-revision", h.HashRevision, "leader-compact-revision", h.CompactRevision, "leader-hash", h.Hash)
+		c.raiseCorrupt(0)
 	}
 	for _, hash := range hashes {
 		if quorumExists && hash == majority {
@@ -512,39 +506,14 @@ func (s *Server) checkCompactionHash(h store.KVHash, peers []peerHash, revs *com
 		ids := groups[hash]
 		if quorumExists {
 			for _, id := range ids {
-				s.raiseCorrupt(id)
+				c.raiseCorrupt(id)
 			}
 		}
-		s.log.Error("Detected compaction hash mismatch", "leader-id", hexID(s.id), "leader-revision", h.HashRevision,
+		c.log.Error("Detected compaction hash mismatch", "leader-id", hexID(self), "leader-revision", h.HashRevision,
 			"leader-compact-revision", h.CompactRevision, "leader-hash", h.Hash, "peer-hash", hash, "peer-ids", hexIDs(ids),
 			"quorum-exist", quorumExists)
 	}
 	return true
-}
-
-// refusedWhenCorrupt reports whether a request fails while the CORRUPT
-// alarm is raised: as in etcd, everything that writes or compacts the
-// keyspace, and leases being granted or revoked. Reads (read-only txns
-// included) are still served.
-func refusedWhenCorrupt(req *pb.InternalRaftRequest) bool {
-	switch {
-	case req.Put != nil, req.DeleteRange != nil, req.Compaction != nil, req.LeaseGrant != nil, req.LeaseRevoke != nil:
-		return true
-	case req.Txn != nil:
-		return txnWrites(req.Txn)
-	}
-	return false
-}
-
-func txnWrites(t *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
-		for _, op := range ops {
-			if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil || (op.GetRequestTxn() != nil && txnWrites(op.GetRequestTxn())) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
