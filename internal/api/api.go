@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -28,9 +28,12 @@ type API struct {
 	log  *slog.Logger
 	grpc *grpc.Server
 	http *http.Server
-	lns  []net.Listener
-	wg   sync.WaitGroup
-	gw   gateway
+	// grpcTLS serves gRPC alone on the https client URLs when
+	// --listen-client-http-urls takes the HTTP services.
+	grpcTLS *http.Server
+	lns     []net.Listener
+	wg      sync.WaitGroup
+	gw      gateway
 	// local is where the gateway's in-process connections reach the
 	// gRPC server.
 	local *chanListener
@@ -44,13 +47,15 @@ func New(s *server.Server, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth}
+	cfg := s.Config()
+	a := &API{s: s, log: log, certUsers: cfg.ClientTLS.ClientCertAuth}
 	a.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
+		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
-		grpc.MaxConcurrentStreams(1<<31-1),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.GRPCKeepAliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepAliveInterval(cfg.GRPCKeepAliveInterval), Timeout: cfg.GRPCKeepAliveTimeout}),
+		grpc.ChainUnaryInterceptor(a.unaryWarnSlow, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // httpfilter.go, ready.go, leader.go; auth: users and rules (auth.go)
 		grpc.ChainStreamInterceptor(a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
@@ -60,12 +65,14 @@ func New(s *server.Server, log *slog.Logger) *API {
 	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
 	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
 	a.http = &http.Server{
-		Handler:           a.httpHandler(),
+		Handler:           a.filterHTTP(a.httpHandler()),
 		ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig:         s.ClientTLS(),
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1<<31 - 1},
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(min(cfg.MaxConcurrentStreams, 1<<31-1))},
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
 	}
+	a.grpcTLS = &http.Server{Handler: a.grpc, ReadHeaderTimeout: a.http.ReadHeaderTimeout, TLSConfig: a.http.TLSConfig,
+		HTTP2: a.http.HTTP2, ErrorLog: a.http.ErrorLog}
 	a.local = newChanListener(localAddr{})
 	return a
 }
@@ -77,11 +84,16 @@ func New(s *server.Server, log *slog.Logger) *API {
 func (a *API) Serve(clientURLs []string) error {
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.grpc.Serve(a.local) }()
-	if err := a.gw.start(a.dialLocal); err != nil {
-		return fmt.Errorf("start the JSON gateway: %w", err)
+	if !a.s.Config().NoGRPCGateway {
+		if err := a.gw.start(a.dialLocal); err != nil {
+			return fmt.Errorf("start the JSON gateway: %w", err)
+		}
 	}
-	for _, u := range clientURLs {
-		ln, secure, err := listen.URL(u)
+	// With --listen-client-http-urls, those take the HTTP services and the
+	// client URLs serve gRPC alone.
+	httpURLs := a.s.Config().ListenClientHTTPURLs
+	for _, u := range append(append([]string(nil), clientURLs...), httpURLs...) {
+		ln, secure, err := a.s.Config().Listen.URL(u)
 		if err != nil {
 			return fmt.Errorf("listen on client URL %s: %w", u, err)
 		}
@@ -90,15 +102,26 @@ func (a *API) Serve(clientURLs []string) error {
 			return fmt.Errorf("client URL %s: the member has no TLS configuration", u)
 		}
 		a.lns = append(a.lns, ln)
-		if secure {
+		grpcOnly := len(httpURLs) > 0 && !slices.Contains(httpURLs, u)
+		switch {
+		case secure && grpcOnly:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.grpcTLS.ServeTLS(ln, "", "") }()
+		case secure:
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
-			continue
+		case grpcOnly:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.grpc.Serve(ln) }()
+		case len(httpURLs) > 0:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.http.Serve(ln) }()
+		default:
+			grpcL, httpL := splitListener(ln)
+			a.wg.Add(2)
+			go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
+			go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 		}
-		grpcL, httpL := splitListener(ln)
-		a.wg.Add(2)
-		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
-		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 	}
 	return nil
 }
@@ -131,6 +154,7 @@ func (a *API) Stop() {
 	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
+	a.grpcTLS.Close()
 	a.wg.Wait()
 }
 

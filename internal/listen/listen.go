@@ -5,10 +5,14 @@
 package listen
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Secure reports whether a URL scheme is served over TLS.
@@ -34,18 +38,48 @@ func Check(s string) error {
 	return nil
 }
 
+// Options are the socket options of the TCP listeners (etcd's
+// --socket-reuse-port and --socket-reuse-address).
+type Options struct {
+	// ReusePort sets SO_REUSEPORT: several processes may listen on the port.
+	ReusePort bool
+	// ReuseAddress sets SO_REUSEADDR: the port may be bound while an earlier
+	// socket on it is in TIME_WAIT. (Go sets it on every listener already.)
+	ReuseAddress bool
+}
+
 // URL listens on the address of the URL s, and says whether it is to be
 // served over TLS. A stale socket file of an earlier run is removed first.
-func URL(s string) (ln net.Listener, secure bool, err error) {
+func (o Options) URL(s string) (ln net.Listener, secure bool, err error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, false, err
 	}
+	lc := net.ListenConfig{Control: o.control}
 	if Unix(u.Scheme) {
 		os.Remove(u.Host)
-		ln, err = net.Listen("unix", u.Host)
+		ln, err = lc.Listen(context.Background(), "unix", u.Host)
 	} else {
-		ln, err = net.Listen("tcp", u.Host)
+		ln, err = lc.Listen(context.Background(), "tcp", u.Host)
 	}
 	return ln, Secure(u.Scheme), err
+}
+
+func (o Options) control(network, _ string, c syscall.RawConn) error {
+	if network == "unix" || (!o.ReusePort && !o.ReuseAddress) {
+		return nil
+	}
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		if o.ReuseAddress {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		}
+		if serr == nil && o.ReusePort {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/failpoint"
-	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -100,7 +100,11 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 		s.log.Error("skipping an entry that does not decode", "index", e.GetIndex(), "err", err)
 		return w.End()
 	}
+	start := time.Now()
 	res := s.applyRequest(w, req, e.GetIndex())
+	if took := time.Since(start); took > s.cfg.WarningApplyDuration {
+		s.log.Warn("apply request took too long", "took", took.String(), "expected-duration", s.cfg.WarningApplyDuration.String(), "prefix", "", "request", req.String())
+	}
 	failpoint.Hit("applyBeforeConsistentIndex")
 	if err := w.End(); err != nil {
 		return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
@@ -413,9 +417,7 @@ func (s *Server) maybeSnapshot() error {
 	if err := s.wal.ReleaseLockTo(s.snapshotIndex); err != nil {
 		return err
 	}
-	if _, err := snapfmt.Purge(s.cfg.snapDir(), 5); err != nil {
-		s.log.Warn("purging old snapshots failed", "err", err)
-	}
+	s.purge()
 	s.log.Info("saved snapshot", "index", s.snapshotIndex)
 	if s.snapshotIndex > s.cfg.SnapshotCatchUpEntries {
 		compactTo := s.snapshotIndex - s.cfg.SnapshotCatchUpEntries
@@ -466,7 +468,7 @@ func (s *Server) replaceDB(index uint64) (*store.Store, error) {
 	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log})
+	st, err := store.Open(s.cfg.storeConfig(s.cfg.dbPath()))
 	if err != nil {
 		return nil, err
 	}

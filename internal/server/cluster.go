@@ -15,9 +15,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
-// maxLearners is how many learners a cluster may have, as in etcd.
-const maxLearners = 1
-
 // MemberAdd adds a member (a learner if isLearner) with the given peer URLs
 // and returns it and the new member list.
 //
@@ -42,7 +39,7 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 			learners++
 		}
 	}
-	if isLearner && learners >= maxLearners {
+	if isLearner && learners >= s.cfg.LearnerLimit() {
 		return Member{}, nil, ErrTooManyLearners
 	}
 	if err := s.checkAdd(isLearner); err != nil {
@@ -216,7 +213,7 @@ func (s *Server) join() error {
 	if s.id == 0 {
 		return fmt.Errorf("join: the cluster has no member with peer URLs %v; add it first with `member add`", s.cfg.InitialAdvertisePeerURLs)
 	}
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.cfg.walOptions())
 	if err != nil {
 		return err
 	}

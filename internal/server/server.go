@@ -17,7 +17,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -122,11 +121,15 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: cfg.dbPath()}, Logger: s.log})
+	st, err := store.Open(cfg.storeConfig(cfg.dbPath()))
 	if err != nil {
 		return nil, err
 	}
 	s.store.Store(st)
+	if err := s.bootstrapDefrag(st); err != nil {
+		st.Close()
+		return nil, err
+	}
 	replaced := make(chan struct{})
 	s.replaced.Store(&replaced)
 	if err := createBuckets(st); err != nil {
@@ -178,7 +181,7 @@ func Start(cfg Config) (*Server, error) {
 	go s.readIndexLoop()
 	go s.leaseLoop()
 	go s.clusterVersionLoop()
-	if vs := s.voters(); len(vs) == 1 && vs[0].ID == s.id {
+	if vs := s.voters(); !cfg.NoInitialElectionTickAdvance && (cfg.ForceNewCluster || len(vs) == 1 && vs[0].ID == s.id) {
 		s.wg.Add(1)
 		go s.campaignAlone()
 	}
@@ -238,7 +241,7 @@ func (s *Server) raftConfig() *raft.Config {
 		MaxSizePerMsg:   1 << 20,
 		MaxInflightMsgs: 512,
 		CheckQuorum:     true,
-		PreVote:         true,
+		PreVote:         !s.cfg.NoPreVote,
 		Logger:          raftLogger{s.log},
 	}
 }
@@ -265,7 +268,7 @@ func (s *Server) startNew() error {
 		s.members.members[m.ID] = &m
 	}
 	s.clusterID = ClusterID(ids)
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), walfmt.Options{})
+	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.cfg.walOptions())
 	if err != nil {
 		return err
 	}
@@ -281,14 +284,14 @@ func (s *Server) restart() error {
 	if err != nil {
 		return err
 	}
-	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, s.cfg.walOptions())
 	if errors.Is(err, walfmt.ErrTornFrame) {
 		res, rerr := walfmt.Repair(s.cfg.walDir())
 		if rerr != nil {
 			return fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)
 		}
 		s.log.Warn("repaired torn wal tail", "segment", res.Segment, "offset", res.Offset, "cut-bytes", res.CutBytes, "saved-to", res.BrokenPath)
-		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, walfmt.Options{})
+		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, s.cfg.walOptions())
 	}
 	if err != nil {
 		return err
@@ -306,6 +309,11 @@ func (s *Server) restart() error {
 	}
 	if rr.HardState != nil {
 		if err := s.storage.SetHardState(rr.HardState); err != nil {
+			return err
+		}
+	}
+	if s.cfg.ForceNewCluster {
+		if rr.Entries, err = s.forceNewCluster(snap, rr.HardState, rr.Entries); err != nil {
 			return err
 		}
 	}
@@ -353,7 +361,7 @@ func (s *Server) st() *store.Store { return s.store.Load() }
 // logged as warnings.
 func (s *Server) listenPeers() error {
 	for _, u := range s.cfg.ListenPeerURLs {
-		ln, secure, err := listen.URL(u)
+		ln, secure, err := s.cfg.Listen.URL(u)
 		if err != nil {
 			return fmt.Errorf("listen on peer URL %s: %w", u, err)
 		}

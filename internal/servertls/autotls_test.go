@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -14,12 +15,12 @@ func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fixtures", "client")
 	log := slog.New(slog.DiscardHandler)
 	asked := Files{AutoTLS: true, ClientCertAuth: true, TrustedCAFile: "ca.pem"}
-	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1", "localhost"}, log)
+	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1", "localhost"}, 0, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Files{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), AutoTLS: true}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("files %+v, want %+v (client cert auth and CA dropped)", got, want)
 	}
 	pair, err := tls.LoadX509KeyPair(got.CertFile, got.KeyFile)
@@ -44,7 +45,7 @@ func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
 	}
 
 	first, _ := os.ReadFile(got.CertFile)
-	if _, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, log); err != nil {
+	if _, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, 0, log); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := os.ReadFile(got.CertFile); string(again) != string(first) {
@@ -55,11 +56,11 @@ func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
 func TestGivenCertificateWinsOverAutoTLS(t *testing.T) {
 	asked := Files{AutoTLS: true, CertFile: "c.pem", KeyFile: "k.pem"}
 	dir := t.TempDir()
-	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, slog.New(slog.DiscardHandler))
+	got, err := asked.WithAutoTLS(dir, []string{"127.0.0.1"}, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != (Files{CertFile: "c.pem", KeyFile: "k.pem"}) {
+	if !reflect.DeepEqual(got, Files{CertFile: "c.pem", KeyFile: "k.pem"}) {
 		t.Errorf("files %+v", got)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
