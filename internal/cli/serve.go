@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,8 +18,10 @@ import (
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/etcdlog"
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
+	"github.com/cairnkv/cairn/internal/version"
 )
 
 // newServeCommand is `cairn serve`: one member, with etcd's flags. Every flag
@@ -91,26 +94,36 @@ default.cairn, like a bare etcd.`,
 	f.String("log-outputs", "default", "Specify 'stdout' or 'stderr', or a list of comma separated output targets (files).")
 	f.String("log-format", "json", "Configures log format. Only supports json, console (and cairn's text).")
 	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
+	addEtcdServeFlags(f) // serve_flags.go
 	return cmd
 }
 
-// serveConfig reads the flags, CAIRN_* and ETCD_* variables and the config
-// file, in that order of precedence (a flag given on the command line wins).
+// serveConfig reads the flags and the CAIRN_* and ETCD_* variables (a flag
+// given on the command line wins), or, as etcd does, the config file alone
+// when --config-file is given.
 func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	used, unknown := bindServeEnv(cmd, v, os.Environ())
 	if err := v.BindPFlags(cmd.Flags()); err != nil {
 		return server.Config{}, err
 	}
-	if path := v.GetString("config-file"); path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return server.Config{}, fmt.Errorf("read --config-file %s: %w", path, err)
+	path := v.GetString("config-file")
+	var ignoredKeys []string
+	if path != "" {
+		var err error
+		if v, ignoredKeys, err = readConfigFile(path, newServeCommand().Flags()); err != nil {
+			return server.Config{}, err
 		}
+		used, unknown = nil, nil
 	}
 	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"))
 	if err != nil {
 		return server.Config{}, err
+	}
+	if path != "" {
+		logger.Info("loaded server configuration, other configuration command line flags and environment variables will be ignored if provided", "path", path)
+	}
+	for _, key := range ignoredKeys {
+		logger.Warn("--config-file: ignoring a key of etcd's v2 proxy, which etcd 3 ignores too", "key", key)
 	}
 	for _, kv := range used {
 		name, value, _ := strings.Cut(kv, "=")
@@ -170,6 +183,12 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 			CipherSuites: splitList(v.GetString("cipher-suites")),
 		},
 		Logger: logger,
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = defaultDataDir(cfg.Name, logger)
+	}
+	if err := etcdServeConfig(v, &cfg, path != "", logger); err != nil {
+		return server.Config{}, err
 	}
 	return cfg, nil
 }
@@ -253,16 +272,17 @@ func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, e
 // runServe starts the member and its client API and runs until SIGINT or
 // SIGTERM, then stops both cleanly.
 func runServe(cfg server.Config) error {
+	logStart(cfg.WithDefaults())
 	s, err := server.Start(cfg)
 	if err != nil {
 		return err
 	}
+	api.ProgressNotifyInterval = s.Config().WatchProgressNotifyInterval
 	a := api.New(s, cfg.Logger)
 	if err := a.Serve(s.Config().ListenClientURLs); err != nil {
 		s.Stop()
 		return err
 	}
-	cfg.Logger.Info("serving client requests", "urls", s.Config().ListenClientURLs)
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
@@ -272,6 +292,7 @@ func runServe(cfg server.Config) error {
 		case <-ready:
 			// The line etcd's tools and tests wait for.
 			cfg.Logger.Info("ready to serve client requests", "urls", s.Config().ListenClientURLs)
+			logServing(s.Config())
 			ready = nil
 		case sig := <-sigc:
 			cfg.Logger.Info("shutting down", "signal", sig.String())
@@ -288,4 +309,42 @@ func runServe(cfg server.Config) error {
 	}
 	cfg.Logger.Info("stopped cleanly")
 	return nil
+}
+
+// logStart is etcd's "starting an etcd server" line, with the settings
+// operators and etcd's tests read from it.
+func logStart(c server.Config) {
+	c.Logger.Info("starting an etcd server", "etcd-version", version.ServerVersion, "cairn-version", version.Version,
+		"name", c.Name, "data-dir", c.DataDir, "wal-dir", c.WALDir, "force-new-cluster", c.ForceNewCluster,
+		"heartbeat-interval", c.HeartbeatInterval.String(), "election-timeout", c.ElectionTimeout.String(),
+		"initial-election-tick-advance", !c.NoInitialElectionTickAdvance, "snapshot-count", c.SnapshotCount,
+		"max-wals", c.MaxWALs, "max-snapshots", c.MaxSnapshots, "snapshot-catchup-entries", c.SnapshotCatchUpEntries,
+		"initial-advertise-peer-urls", c.InitialAdvertisePeerURLs, "listen-peer-urls", c.ListenPeerURLs,
+		"advertise-client-urls", c.AdvertiseClientURLs, "listen-client-urls", c.ListenClientURLs,
+		"cors", c.CORS, "host-whitelist", c.HostWhitelist, "initial-cluster", c.InitialCluster,
+		"initial-cluster-state", c.InitialClusterState, "initial-cluster-token", c.InitialClusterToken,
+		"quota-backend-bytes", c.QuotaBackendBytes, "max-request-bytes", c.MaxRequestBytes,
+		"max-concurrent-streams", c.MaxConcurrentStreams, "pre-vote", !c.NoPreVote, "max-learners", c.LearnerLimit(),
+		"v2-deprecation", "write-only")
+}
+
+// logServing is etcd's line for each client URL once the member serves
+// clients.
+func logServing(c server.Config) {
+	traffic := "grpc+http"
+	if len(c.ListenClientHTTPURLs) > 0 {
+		traffic = "grpc"
+	}
+	for _, group := range []struct {
+		urls    []string
+		traffic string
+	}{{c.ListenClientURLs, traffic}, {c.ListenClientHTTPURLs, "http"}} {
+		for _, u := range group.urls {
+			if pu, err := url.Parse(u); err == nil && listen.Secure(pu.Scheme) {
+				c.Logger.Info("serving client traffic securely", "traffic", group.traffic, "address", u)
+			} else {
+				c.Logger.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", group.traffic, "address", u)
+			}
+		}
+	}
 }
