@@ -115,10 +115,10 @@ func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 	}
 	leaf := chain[0]
 	if len(f.AllowedCNs) > 0 && !slices.Contains(f.AllowedCNs, leaf.Subject.CommonName) {
-		return fmt.Errorf("client certificate common name %q is not among --%scert-allowed-cn %v", leaf.Subject.CommonName, f.Prefix, f.AllowedCNs)
+		return fmt.Errorf("client certificate authentication failed: common name %q is not among --%scert-allowed-cn %v", leaf.Subject.CommonName, f.Prefix, f.AllowedCNs)
 	}
 	if len(f.AllowedHostnames) > 0 && !slices.ContainsFunc(f.AllowedHostnames, func(h string) bool { return leaf.VerifyHostname(h) == nil }) {
-		return fmt.Errorf("client certificate is valid for none of --%scert-allowed-hostname %v", f.Prefix, f.AllowedHostnames)
+		return fmt.Errorf("client certificate authentication failed: the certificate is valid for none of --%scert-allowed-hostname %v", f.Prefix, f.AllowedHostnames)
 	}
 	return nil
 }
