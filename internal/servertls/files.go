@@ -90,7 +90,7 @@ func (f Files) ServerConfig(v Versions) (*tls.Config, error) {
 func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 	if len(rawCerts) == 0 {
 		if len(f.AllowedCNs) > 0 || len(f.AllowedHostnames) > 0 {
-			return fmt.Errorf("--%scert-allowed-cn/hostname: no client certificate", f.Prefix)
+			return fmt.Errorf("--%scert-allowed-cn/hostname: no client certificate", f.side())
 		}
 		return nil
 	}
@@ -109,18 +109,27 @@ func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 		}
 		for _, c := range chain {
 			if revoked[c.SerialNumber.String()] {
-				return fmt.Errorf("certificate with serial %x (%q) is revoked by --%scrl-file", c.SerialNumber, c.Subject.CommonName, f.Prefix)
+				return fmt.Errorf("certificate with serial %x (%q) is revoked by --%scrl-file", c.SerialNumber, c.Subject.CommonName, f.side())
 			}
 		}
 	}
 	leaf := chain[0]
 	if len(f.AllowedCNs) > 0 && !slices.Contains(f.AllowedCNs, leaf.Subject.CommonName) {
-		return fmt.Errorf("client certificate authentication failed: common name %q is not among --%scert-allowed-cn %v", leaf.Subject.CommonName, f.Prefix, f.AllowedCNs)
+		return fmt.Errorf("client certificate authentication failed: common name %q is not among --%scert-allowed-cn %v", leaf.Subject.CommonName, f.side(), f.AllowedCNs)
 	}
 	if len(f.AllowedHostnames) > 0 && !slices.ContainsFunc(f.AllowedHostnames, func(h string) bool { return leaf.VerifyHostname(h) == nil }) {
-		return fmt.Errorf("client certificate authentication failed: the certificate is valid for none of --%scert-allowed-hostname %v", f.Prefix, f.AllowedHostnames)
+		return fmt.Errorf("client certificate authentication failed: the certificate is valid for none of --%scert-allowed-hostname %v", f.side(), f.AllowedHostnames)
 	}
 	return nil
+}
+
+// side is what the CRL and allowed-name flags of this side start with
+// after "--": "client-" or "peer-".
+func (f Files) side() string {
+	if f.Prefix == "" {
+		return "client-"
+	}
+	return f.Prefix
 }
 
 // revoked returns the serial numbers (in decimal) the CRL file revokes; the
@@ -128,14 +137,14 @@ func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 func (f Files) revoked() (map[string]bool, error) {
 	data, err := os.ReadFile(f.CRLFile)
 	if err != nil {
-		return nil, fmt.Errorf("load --%scrl-file: %w", f.Prefix, err)
+		return nil, fmt.Errorf("load --%scrl-file: %w", f.side(), err)
 	}
 	if block, _ := pem.Decode(data); block != nil {
 		data = block.Bytes
 	}
 	crl, err := x509.ParseRevocationList(data)
 	if err != nil {
-		return nil, fmt.Errorf("load --%scrl-file %s: %w", f.Prefix, f.CRLFile, err)
+		return nil, fmt.Errorf("load --%scrl-file %s: %w", f.side(), f.CRLFile, err)
 	}
 	out := map[string]bool{}
 	for _, e := range crl.RevokedCertificateEntries {

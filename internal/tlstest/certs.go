@@ -45,7 +45,7 @@ func NewCertificates(t testing.TB) Certificates {
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
@@ -96,6 +96,43 @@ func (c Certificates) ConfigFor(t testing.TB, certFile, keyFile string) *tls.Con
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg
+}
+
+// IssueMember writes a certificate for a member (server and client use)
+// named cn, for 127.0.0.1 and localhost.
+func (c Certificates) IssueMember(t testing.TB, cn string) (certFile, keyFile string) {
+	t.Helper()
+	return c.issue(t, cn, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// Revoke writes a certificate revocation list, signed by the CA, that
+// revokes the certificates in certFiles, and returns its path.
+func (c Certificates) Revoke(t testing.TB, certFiles ...string) string {
+	t.Helper()
+	list := &x509.RevocationList{Number: newSerial(t), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
+	for _, f := range certFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		if block == nil {
+			t.Fatalf("%s: no PEM data", f)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list.RevokedCertificateEntries = append(list.RevokedCertificateEntries,
+			x509.RevocationListEntry{SerialNumber: cert.SerialNumber, RevocationTime: time.Now()})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, list, c.ca, c.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.dir, "revoked.crl")
+	writePEM(t, path, "X509 CRL", der)
+	return path
 }
 
 // issue writes a certificate for 127.0.0.1 and localhost named cn, and its
