@@ -34,7 +34,10 @@ func newServeCommand() *cobra.Command {
 		Short: "Run a cairn member (etcd's server flags)",
 		Long: `Run one member of a cairn cluster. A bare "cairn serve" starts a single-member
 cluster on 127.0.0.1:2379 (clients) and 127.0.0.1:2380 (peers) with its data in
-default.cairn, like a bare etcd.`,
+default.cairn (or default.etcd, where that exists and default.cairn does not), like
+a bare etcd. Every flag of etcd 3.7.3 is accepted; those marked "no effect in cairn"
+are logged as such at start when given. With --config-file (etcd's YAML), the file
+is the whole configuration: other flags and environment variables are ignored.`,
 		Example: `  cairn serve
   cairn serve --name m1 --data-dir /var/lib/cairn/m1 \
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
@@ -50,7 +53,7 @@ default.cairn, like a bare etcd.`,
 		},
 	}
 	f := cmd.Flags()
-	f.String("config-file", "", "path to a YAML file with the same keys as the flags")
+	f.String("config-file", "", "path to the server configuration file (etcd's YAML: the flags' names as keys); other flags and environment variables are then ignored")
 	f.String("name", server.DefaultName, "human-readable name for this member")
 	f.String("data-dir", "", "path to the data directory (default \"<name>.cairn\")")
 	f.String("listen-client-urls", "http://127.0.0.1:2379", "list of URLs to listen on for client traffic")
