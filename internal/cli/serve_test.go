@@ -65,6 +65,9 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	t.Setenv("ETCD_SNAPSHOT_COUNT", "88")
 	t.Setenv("CAIRN_SNAPSHOT_COUNT", "77")
 	t.Setenv("ETCD_INITIAL_CLUSTER_TOKEN", "from-env")
+	t.Setenv("ETCD_WAL_DIR", "/wal")
+	t.Setenv("ETCD_PEER_CRL_FILE", "peer.crl")
+	t.Setenv("ETCD_MAX_LEARNERS", "2")
 	cmd := newServeCommand()
 	if err := cmd.ParseFlags([]string{"--initial-cluster-token", "from-flag"}); err != nil {
 		t.Fatal(err)
@@ -75,6 +78,9 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	}
 	if cfg.Name != "m9" || cfg.InitialClusterState != "existing" || cfg.SnapshotCount != 77 || cfg.InitialClusterToken != "from-flag" {
 		t.Errorf("name %q, state %q, snapshot count %d, token %q", cfg.Name, cfg.InitialClusterState, cfg.SnapshotCount, cfg.InitialClusterToken)
+	}
+	if cfg.WALDir != "/wal" || cfg.PeerTLS.CRLFile != "peer.crl" || cfg.LearnerLimit() != 2 {
+		t.Errorf("etcd's newer flags from ETCD_ variables: wal dir %q, peer CRL %q, learners %d", cfg.WALDir, cfg.PeerTLS.CRLFile, cfg.LearnerLimit())
 	}
 	_, unknown := bindServeEnv(newServeCommand(), viper.New(), []string{"ETCD_NAME=x", "ETCD_NO_SUCH_FLAG=1", "ETCDCTL_API=3", "CAIRN_OTHER=1"})
 	if len(unknown) != 1 || unknown[0] != "ETCD_NO_SUCH_FLAG=1" {
