@@ -52,10 +52,10 @@ var noEffect = map[string]string{
 	"discovery-fallback":                 "cairn has no discovery",
 }
 
-// v2DeprecationLevels are the values etcd's --v2-deprecation takes; it
-// enforces its default whatever is given, and so does cairn, which has no
-// v2 store.
-var v2DeprecationLevels = []string{"not-yet", "write-only", "write-only-skip-check", "write-only-drop-data", "gone"}
+// v2DeprecationLevels are the values etcd 3.7's --v2-deprecation takes
+// (its help lists not-yet too, which it refuses); it enforces its default
+// whatever is given, and so does cairn, which has no v2 store.
+var v2DeprecationLevels = []string{"write-only", "write-only-skip-check", "write-only-drop-data", "gone"}
 
 // defaultLogRotation is etcd's default --log-rotation-config-json.
 const defaultLogRotation = `{"maxsize": 100, "maxage": 0, "maxbackups": 0, "localtime": false, "compress": false}`
@@ -107,7 +107,7 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.String("discovery-srv", "", "DNS srv domain used to bootstrap the cluster (cairn has no discovery: a discovery bootstrap is refused)")
 	f.String("discovery-srv-name", "", help("discovery-srv-name", "suffix to the dns srv name queried when bootstrapping"))
 	f.Bool("pre-vote", true, "enable the raft Pre-Vote algorithm to prevent disruption when a node that has been partitioned away rejoins the cluster")
-	f.String("v2-deprecation", "write-only", "phase of v2store deprecation: not-yet, write-only, write-only-skip-check, write-only-drop-data or gone; the default is enforced, ignoring user input, as in etcd")
+	f.String("v2-deprecation", "write-only", "phase of v2store deprecation: write-only, write-only-skip-check, write-only-drop-data or gone (not-yet is refused, as by etcd 3.7); the default is enforced, ignoring user input, as in etcd")
 	f.String("client-cert-file", "", help("client-cert-file", "path to an explicit client TLS cert file, otherwise --cert-file is used"))
 	f.String("client-key-file", "", help("client-key-file", "path to an explicit client TLS key file, otherwise --key-file is used"))
 	f.String("client-crl-file", "", "path to the client certificate revocation list file: a revoked client certificate is refused")

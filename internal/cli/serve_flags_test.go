@@ -32,6 +32,7 @@ func TestServeEtcdFlagChecks(t *testing.T) {
 		err  string
 	}{
 		{[]string{"--v2-deprecation", "bad"}, `invalid value "bad" for flag -v2-deprecation: invalid value "bad"`},
+		{[]string{"--v2-deprecation", "not-yet"}, `invalid value "not-yet" for flag -v2-deprecation: invalid value "not-yet"`},
 		{[]string{"--discovery-fallback", "proxy"}, `v2 proxy is deprecated, and --discovery-fallback can't be configured as "proxy"`},
 		{[]string{"--discovery-fallback", "bad"}, `invalid value "bad" for flag -discovery-fallback: invalid value`},
 		{[]string{"--cors", "a.com"}, `invalid value "a.com" for flag -cors: URL scheme must be http, https, unix, or unixs: a.com`},
