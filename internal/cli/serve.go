@@ -118,7 +118,11 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		}
 		used, unknown = nil, nil
 	}
-	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"))
+	rotation, err := logRotationFrom(v) // serve_logrotate.go
+	if err != nil {
+		return server.Config{}, err
+	}
+	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"), rotation)
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -237,8 +241,9 @@ func splitList(s string) []string {
 // newServerLogger is the member's logger, with etcd's flags: --logger zap
 // (the only one), --log-outputs (default, stderr, stdout or files, comma
 // separated), --log-format json or console in etcd's layouts (or cairn's
-// own text), --log-level.
-func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, error) {
+// own text), --log-level; with rotation (--enable-log-rotation), the
+// file output is rotated.
+func newServerLogger(loggerName, outputs, format, level string, rotation *logRotation) (*slog.Logger, error) {
 	if loggerName != "zap" {
 		return nil, fmt.Errorf("unknown logger option %q", loggerName)
 	}
@@ -254,6 +259,14 @@ func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, e
 		case "stdout":
 			ws = append(ws, os.Stdout)
 		default:
+			if rotation != nil {
+				f, err := rotation.open(o)
+				if err != nil {
+					return nil, err
+				}
+				ws = append(ws, f) // open for the life of the process
+				continue
+			}
 			f, err := os.OpenFile(o, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 			if err != nil {
 				return nil, fmt.Errorf("open sink %q: %w", o, err)
