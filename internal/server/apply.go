@@ -103,7 +103,9 @@ func (s *Server) applyNormal(e *raftpb.Entry) error {
 	start := time.Now()
 	res := s.applyRequest(w, req, e.GetIndex())
 	if took := time.Since(start); took > s.cfg.WarningApplyDuration {
-		s.log.Warn("apply request took too long", "took", took.String(), "expected-duration", s.cfg.WarningApplyDuration.String(), "prefix", "", "request", req.String())
+		text := req.String() // cut: a value may be megabytes
+		s.log.Warn("apply request took too long", "took", took.String(), "expected-duration", s.cfg.WarningApplyDuration.String(),
+			"prefix", "", "request", text[:min(len(text), 256)], "request-size", proto.Size(req))
 	}
 	failpoint.Hit("applyBeforeConsistentIndex")
 	if err := w.End(); err != nil {
