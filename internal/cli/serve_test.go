@@ -33,7 +33,7 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantClient := servertls.Files{CertFile: "c.pem", KeyFile: "k.pem", TrustedCAFile: "ca.pem", ClientCertAuth: true, AutoTLS: true}
-	wantPeer := servertls.Files{AllowedCNs: []string{"a", "b"}}
+	wantPeer := servertls.Files{AllowedCNs: []string{"a", "b"}, VerifyClientSAN: true}
 	if !reflect.DeepEqual(cfg.ClientTLS, wantClient) || !reflect.DeepEqual(cfg.PeerTLS, wantPeer) || cfg.TLS.Max != "TLS1.3" {
 		t.Errorf("client TLS %+v, peer TLS %+v, max version %q; want %+v, %+v", cfg.ClientTLS, cfg.PeerTLS, cfg.TLS.Max, wantClient, wantPeer)
 	}
@@ -46,7 +46,7 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantClient = servertls.Files{CertFile: "c.pem", KeyFile: "k.pem", CRLFile: "crl.pem"}
-	wantPeer = servertls.Files{CertFile: "peer.pem", KeyFile: "peer-key.pem", ClientCertAuth: true}
+	wantPeer = servertls.Files{CertFile: "peer.pem", KeyFile: "peer-key.pem", ClientCertAuth: true, VerifyClientSAN: true}
 	if !reflect.DeepEqual(cfg.ClientTLS, wantClient) || !reflect.DeepEqual(cfg.PeerTLS, wantPeer) || cfg.Name != "default" {
 		t.Errorf("from the file: client TLS %+v, peer TLS %+v, name %q; want %+v, %+v and flags and variables ignored", cfg.ClientTLS, cfg.PeerTLS, cfg.Name, wantClient, wantPeer)
 	}

@@ -5,12 +5,17 @@
 package servertls
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strings"
+	"time"
 )
 
 // Files are the TLS flags of one side of a member: the client side
@@ -42,6 +47,10 @@ type Files struct {
 	// for one of these host names.
 	AllowedCNs       []string
 	AllowedHostnames []string
+	// VerifyClientSAN checks that a client certificate with IP or DNS
+	// SANs names the address the connection comes from (etcd checks its
+	// peers so unless --peer-skip-client-san-verification).
+	VerifyClientSAN bool
 }
 
 // HasCert reports whether a certificate and its key are given.
@@ -82,7 +91,68 @@ func (f Files) ServerConfig(v Versions) (*tls.Config, error) {
 	if f.CRLFile != "" || len(f.AllowedCNs) > 0 || len(f.AllowedHostnames) > 0 {
 		cfg.VerifyPeerCertificate = f.verifyClient
 	}
+	if f.VerifyClientSAN && cfg.ClientAuth == tls.RequireAndVerifyClientCert {
+		base := cfg.Clone()
+		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			c := base.Clone()
+			remote := hello.Conn.RemoteAddr().String()
+			c.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
+				if base.VerifyPeerCertificate != nil {
+					if err := base.VerifyPeerCertificate(raw, chains); err != nil {
+						return err
+					}
+				}
+				return verifySAN(raw, remote)
+			}
+			return c, nil
+		}
+	}
 	return cfg, nil
+}
+
+// verifySAN checks that the client certificate in raw, if it has IP or
+// DNS SANs, names the host of remote (an IP address and port): one of its
+// IP addresses, or a DNS name that resolves to it. The errors are etcd's.
+func verifySAN(raw [][]byte, remote string) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return err
+	}
+	if len(leaf.IPAddresses) == 0 && len(leaf.DNSNames) == 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ipErr := leaf.VerifyHostname(host)
+	if ipErr == nil {
+		return nil
+	}
+	if len(leaf.DNSNames) == 0 {
+		return ipErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var lookupErrs []string
+	for _, name := range leaf.DNSNames {
+		addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+		if err != nil {
+			lookupErrs = append(lookupErrs, err.Error())
+			continue
+		}
+		if slices.Contains(addrs, host) {
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("tls: %q does not match any of DNSNames %q", host, leaf.DNSNames)
+	if len(lookupErrs) > 0 {
+		msg += " (" + strings.Join(lookupErrs, "; ") + ")"
+	}
+	return errors.New(msg)
 }
 
 // verifyClient refuses a client certificate the CRL file revokes, or one

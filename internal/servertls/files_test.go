@@ -142,3 +142,54 @@ func TestDialWithClientCertificate(t *testing.T) {
 		t.Errorf("client cert without its key: %v", err)
 	}
 }
+
+// TestPeerClientSANVerified: with VerifyClientSAN (etcd's peers without
+// --peer-skip-client-san-verification) a client certificate whose IP or
+// DNS SANs do not name the address it connects from is refused, with
+// etcd's error; one naming it, or with no SAN, is taken.
+func TestPeerClientSANVerified(t *testing.T) {
+	certs := tlstest.NewCertificates(t)
+	files := Files{Prefix: "peer-", CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile, VerifyClientSAN: true}
+	cfg, err := files.ServerConfig(Versions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	handshakes := make(chan error)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handshakes <- c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		hosts   []string
+		refused string
+	}{
+		{[]string{"127.0.0.1"}, ""},
+		{[]string{"localhost"}, ""},
+		{nil, ""},
+		{[]string{"10.9.9.9"}, "x509: certificate is valid for 10.9.9.9, not 127.0.0.1"},
+		{[]string{"example.invalid"}, `tls: "127.0.0.1" does not match any of DNSNames ["example.invalid"]`},
+	} {
+		name := "san-" + strings.Join(tc.hosts, "-")
+		cert, key := certs.IssueMemberFor(t, name, tc.hosts...)
+		c, err := tls.Dial("tcp", ln.Addr().String(), certs.ConfigFor(t, cert, key))
+		if err == nil {
+			c.Handshake()
+			c.Close()
+		}
+		err = <-handshakes
+		if tc.refused == "" && err != nil || tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)) {
+			t.Errorf("SANs %v: server handshake %v, want refused: %q", tc.hosts, err, tc.refused)
+		}
+	}
+}
