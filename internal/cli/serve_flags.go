@@ -21,8 +21,6 @@ import (
 // not at all: they are accepted with etcd's validation and, when given,
 // logged once at start with the reason. `serve --help` says so too.
 var noEffect = map[string]string{
-	"memory-mlock":                       "cairn does not lock the db's pages in memory",
-	"backend-bbolt-freelist-type":        "cairn's db always uses bbolt's map freelist",
 	"raft-read-timeout":                  "cairn's peer connections have timeouts of their own",
 	"raft-write-timeout":                 "cairn's peer connections have timeouts of their own",
 	"client-cert-file":                   "cairn's JSON gateway reaches the gRPC services in process, with no client connection",
@@ -71,8 +69,8 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.String("listen-client-http-urls", "", "list of URLs to listen on for http only client traffic; enabling this flag removes http services from --listen-client-urls")
 	f.Uint("max-snapshots", server.DefaultMaxSnapshots, "maximum number of snapshot files to retain (0 is unlimited); deprecated in v3.6")
 	f.Uint("max-wals", server.DefaultMaxWALs, "maximum number of wal files to retain (0 is unlimited)")
-	f.Bool("memory-mlock", false, help("memory-mlock", "enable to enforce etcd pages (in particular bbolt) to stay in RAM"))
-	f.String("backend-bbolt-freelist-type", "map", help("backend-bbolt-freelist-type", "the type of freelist that the boltdb backend uses (array and map are supported types)"))
+	f.Bool("memory-mlock", false, "enable to enforce etcd pages (in particular bbolt) to stay in RAM")
+	f.String("backend-bbolt-freelist-type", "map", "the type of freelist that the boltdb backend uses (array and map are supported types)")
 	f.Duration("backend-batch-interval", 0, "the maximum time before committing the backend transaction (0: 100ms)")
 	f.Int("backend-batch-limit", 0, "the maximum operations before committing the backend transaction (0: 10000)")
 	f.Uint32("max-concurrent-streams", math.MaxUint32, "maximum concurrent streams that each client can open at a time")
@@ -165,6 +163,8 @@ func etcdServeConfig(v *viper.Viper, cfg *server.Config, fromFile bool, logger *
 	cfg.MaxWALs = v.GetUint("max-wals")
 	cfg.BackendBatchInterval = v.GetDuration("backend-batch-interval")
 	cfg.BackendBatchLimit = v.GetInt("backend-batch-limit")
+	cfg.MemoryMlock = v.GetBool("memory-mlock")
+	cfg.BackendFreelistType = v.GetString("backend-bbolt-freelist-type")
 	cfg.MaxConcurrentStreams = v.GetUint32("max-concurrent-streams")
 	cfg.GRPCKeepAliveMinTime = v.GetDuration("grpc-keepalive-min-time")
 	cfg.GRPCKeepAliveInterval = v.GetDuration("grpc-keepalive-interval")

@@ -55,11 +55,11 @@ func TestServeEtcdFlagChecks(t *testing.T) {
 			}
 		})
 	}
-	log, err := serveConfigFrom(t, "--memory-mlock", "--max-snapshots", "3", "--v2-deprecation", "gone")
+	log, err := serveConfigFrom(t, "--raft-read-timeout", "3s", "--max-snapshots", "3", "--v2-deprecation", "gone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--memory-mlock has no effect in cairn", "--max-snapshots is deprecated in 3.6",
+	for _, want := range []string{"--raft-read-timeout has no effect in cairn", "--max-snapshots is deprecated in 3.6",
 		"--v2-deprecation is deprecated and scheduled for removal in v3.8"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)

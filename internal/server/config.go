@@ -97,7 +97,10 @@ type Config struct {
 	WarningApplyDuration time.Duration
 	// Backend and compaction tuning (--backend-batch-interval,
 	// --backend-batch-limit, --compaction-batch-limit,
-	// --compaction-sleep-interval); 0 means pkg/store's defaults, etcd's.
+	// --compaction-sleep-interval; 0 means pkg/store's defaults, etcd's),
+	// --memory-mlock and --backend-bbolt-freelist-type.
+	MemoryMlock             bool
+	BackendFreelistType     string
 	BackendBatchInterval    time.Duration
 	BackendBatchLimit       int
 	CompactionBatchLimit    int
@@ -347,7 +350,8 @@ func (c Config) dbPath() string  { return filepath.Join(c.snapDir(), "db") }
 // storeConfig is the configuration of the store in the db file at path.
 func (c Config) storeConfig(path string) store.Config {
 	return store.Config{
-		Backend:              store.BackendConfig{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit},
+		Backend: store.BackendConfig{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit,
+			Mlock: c.MemoryMlock, FreelistType: c.BackendFreelistType},
 		CompactionBatchLimit: c.CompactionBatchLimit,
 		CompactionPause:      c.CompactionSleepInterval,
 		Logger:               c.Logger,
