@@ -37,6 +37,9 @@ func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
 	if err := cert.VerifyHostname("localhost"); err != nil {
 		t.Error(err)
 	}
+	if life := cert.NotAfter.Sub(cert.NotBefore); life != year {
+		t.Errorf("valid for %v, want a year (--self-signed-cert-validity 0 means 1)", life)
+	}
 	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
 		t.Errorf("extended key usage %v lacks server authentication", cert.ExtKeyUsage)
 	}
@@ -65,5 +68,26 @@ func TestGivenCertificateWinsOverAutoTLS(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("generated %v anyway", entries)
+	}
+}
+
+// TestAutoTLSValidity: --self-signed-cert-validity is the years the
+// generated certificate is valid.
+func TestAutoTLSValidity(t *testing.T) {
+	dir := t.TempDir()
+	got, err := Files{AutoTLS: true}.WithAutoTLS(dir, []string{"127.0.0.1"}, 3, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(got.CertFile, got.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if life := cert.NotAfter.Sub(cert.NotBefore); life != 3*year {
+		t.Errorf("valid for %v, want 3 years", life)
 	}
 }
