@@ -288,11 +288,11 @@ func newServerLogger(loggerName, outputs, format, level string, rotation *logRot
 // runServe starts the member and its client API and runs until SIGINT or
 // SIGTERM, then stops both cleanly.
 func runServe(cfg server.Config) error {
-	logStart(cfg.WithDefaults())
 	s, err := server.Start(cfg)
 	if err != nil {
-		return err
+		return err // alone on stderr, as etcd's tests of a refused start want it
 	}
+	logStart(s.Config())
 	api.ProgressNotifyInterval = s.Config().WatchProgressNotifyInterval
 	a := api.New(s, cfg.Logger)
 	if err := a.Serve(s.Config().ListenClientURLs); err != nil {
@@ -328,7 +328,8 @@ func runServe(cfg server.Config) error {
 }
 
 // logStart is etcd's "starting an etcd server" line, with the settings
-// operators and etcd's tests read from it.
+// operators and etcd's tests read from it (logged once the member has
+// started, where etcd logs it before).
 func logStart(c server.Config) {
 	c.Logger.Info("starting an etcd server", "etcd-version", version.ServerVersion, "cairn-version", version.Version,
 		"name", c.Name, "data-dir", c.DataDir, "wal-dir", c.WALDir, "force-new-cluster", c.ForceNewCluster,
