@@ -23,14 +23,7 @@ func TestAutoTLSGeneratesOnceAndKeeps(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("files %+v, want %+v (client cert auth and CA dropped)", got, want)
 	}
-	pair, err := tls.LoadX509KeyPair(got.CertFile, got.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := loadCert(t, got.CertFile, got.KeyFile)
 	if err := cert.VerifyHostname("127.0.0.1"); err != nil {
 		t.Error(err)
 	}
@@ -79,7 +72,16 @@ func TestAutoTLSValidity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.LoadX509KeyPair(got.CertFile, got.KeyFile)
+	cert := loadCert(t, got.CertFile, got.KeyFile)
+	if life := cert.NotAfter.Sub(cert.NotBefore); life != 3*year {
+		t.Errorf("valid for %v, want 3 years", life)
+	}
+}
+
+// loadCert loads the certificate in certFile, with its key.
+func loadCert(t *testing.T, certFile, keyFile string) *x509.Certificate {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,5 @@ func TestAutoTLSValidity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if life := cert.NotAfter.Sub(cert.NotBefore); life != 3*year {
-		t.Errorf("valid for %v, want 3 years", life)
-	}
+	return cert
 }

@@ -81,14 +81,11 @@ func TestDialConfig(t *testing.T) {
 	}
 }
 
-// rawCert is the DER bytes of the PEM certificate in path.
+// rawCert is the DER bytes of the PEM certificate in path (tlstest's
+// NAME.pem, with NAME-key.pem).
 func rawCert(t *testing.T, path string) []byte {
 	t.Helper()
-	pair, err := tls.LoadX509KeyPair(path, strings.TrimSuffix(path, ".pem")+"-key.pem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair.Certificate[0]
+	return loadCert(t, path, strings.TrimSuffix(path, ".pem")+"-key.pem").Raw
 }
 
 // TestClientCertificateChecks: --peer-crl-file refuses a revoked
