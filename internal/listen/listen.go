@@ -1,7 +1,8 @@
 // Package listen opens the listeners of a member's client and peer URLs:
 // http and https on TCP, and, as etcd allows, unix and unixs on a Unix
 // socket whose path is the URL's host ("unix://localhost:2379" listens on
-// the file localhost:2379 in the working directory).
+// the file localhost:2379 in the working directory, "unix:///run/etcd.sock"
+// on /run/etcd.sock).
 package listen
 
 import (
@@ -32,11 +33,16 @@ func Check(s string) error {
 	default:
 		return fmt.Errorf("URL %q: scheme must be http, https, unix or unixs", s)
 	}
-	if u.Host == "" {
+	if u.Host == "" && !(Unix(u.Scheme) && u.Path != "") {
 		return fmt.Errorf("URL %q has no host", s)
 	}
 	return nil
 }
+
+// socketPath is the file of a unix or unixs URL: its host, as etcd has it
+// ("unix://localhost:2379" is the file localhost:2379), or its path
+// ("unix:///run/etcd.sock").
+func socketPath(u *url.URL) string { return u.Host + u.Path }
 
 // Options are the socket options of the TCP listeners (etcd's
 // --socket-reuse-port and --socket-reuse-address).
@@ -57,8 +63,8 @@ func (o Options) URL(s string) (ln net.Listener, secure bool, err error) {
 	}
 	lc := net.ListenConfig{Control: o.control}
 	if Unix(u.Scheme) {
-		os.Remove(u.Host)
-		ln, err = lc.Listen(context.Background(), "unix", u.Host)
+		os.Remove(socketPath(u))
+		ln, err = lc.Listen(context.Background(), "unix", socketPath(u))
 	} else {
 		ln, err = lc.Listen(context.Background(), "tcp", u.Host)
 	}
