@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -378,4 +380,22 @@ func (c Config) LearnerLimit() int {
 		return 0
 	}
 	return c.MaxLearners
+}
+
+// peerLocalIP is the address connections to peers start from: with the
+// SetMemberLocalAddr gate, the IP of the first advertised peer URL when
+// it is an IP and not 0.0.0.0 or ::, as in etcd; otherwise nil (the
+// system chooses).
+func (c Config) peerLocalIP() net.IP {
+	if !c.Features.Enabled(FeatureSetMemberLocalAddr) || len(c.InitialAdvertisePeerURLs) == 0 {
+		return nil
+	}
+	u, err := url.Parse(c.InitialAdvertisePeerURLs[0])
+	if err != nil || listen.Unix(u.Scheme) {
+		return nil
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && !ip.IsUnspecified() {
+		return ip
+	}
+	return nil
 }

@@ -117,7 +117,7 @@ func Start(cfg Config) (*Server, error) {
 	if s.tls, err = s.setUpTLS(); err != nil {
 		return nil, err
 	}
-	s.peerClient = transport.NewClient(s.tls.peerDial)
+	s.peerClient = transport.NewClient(s.tls.peerDial, cfg.peerLocalIP())
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
