@@ -57,6 +57,7 @@ type member struct {
 	curl    string
 	purl    string
 	args    []string // the flags it is started with
+	env     []string // variables it gets besides the test's own
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
@@ -155,6 +156,7 @@ func (m *member) start() {
 		m.t.Fatal(err)
 	}
 	m.cmd = exec.Command(cairnBin, m.args...)
+	m.cmd.Env = append(os.Environ(), m.env...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)

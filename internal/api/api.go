@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api/electionpb"
 	"github.com/cairnkv/cairn/internal/api/lockpb"
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/server"
 )
@@ -34,9 +34,12 @@ type API struct {
 	log  *slog.Logger
 	grpc *grpc.Server
 	http *http.Server
-	lns  []net.Listener
-	wg   sync.WaitGroup
-	gw   gateway
+	// grpcTLS serves gRPC alone on the https client URLs when
+	// --listen-client-http-urls takes the HTTP services.
+	grpcTLS *http.Server
+	lns     []net.Listener
+	wg      sync.WaitGroup
+	gw      gateway
 	// local is where the gateway's in-process connections reach the
 	// gRPC server.
 	local *chanListener
@@ -60,14 +63,16 @@ func New(s *server.Server, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{s: s, log: log, certUsers: s.Config().ClientTLS.ClientCertAuth, metrics: s.Metrics()}
+	cfg := s.Config()
+	a := &API{s: s, log: log, certUsers: cfg.ClientTLS.ClientCertAuth, metrics: s.Metrics()}
 	a.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(s.Config().MaxRequestBytes+512*1024),
+		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
-		grpc.MaxConcurrentStreams(1<<31-1),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.GRPCKeepAliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepAliveInterval(cfg.GRPCKeepAliveInterval), Timeout: cfg.GRPCKeepAliveTimeout}),
 		// metrics first, so that every RPC is counted, refused ones too
-		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // ready.go, leader.go; auth: users and rules (auth.go)
+		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unaryWarnSlow, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // httpfilter.go, ready.go, leader.go; auth: users and rules (auth.go)
 		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
@@ -83,12 +88,14 @@ func New(s *server.Server, log *slog.Logger) *API {
 	reg := newMetrics(a)
 	a.metricsHandler = promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	a.http = &http.Server{
-		Handler:           a.httpHandler(),
+		Handler:           a.filterHTTP(a.httpHandler()),
 		ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig:         s.ClientTLS(),
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1<<31 - 1},
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(min(cfg.MaxConcurrentStreams, 1<<31-1))},
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
 	}
+	a.grpcTLS = &http.Server{Handler: a.grpc, ReadHeaderTimeout: a.http.ReadHeaderTimeout, TLSConfig: a.http.TLSConfig,
+		HTTP2: a.http.HTTP2, ErrorLog: a.http.ErrorLog}
 	a.local = newChanListener(localAddr{})
 	a.metricsTLS = s.ClientTLS().Clone()
 	return a
@@ -101,23 +108,39 @@ func New(s *server.Server, log *slog.Logger) *API {
 func (a *API) Serve(clientURLs []string) error {
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.grpc.Serve(a.local) }()
-	if err := a.gw.start(a.dialLocal); err != nil {
-		return fmt.Errorf("start the JSON gateway: %w", err)
+	if !a.s.Config().NoGRPCGateway {
+		if err := a.gw.start(a.dialLocal); err != nil {
+			return fmt.Errorf("start the JSON gateway: %w", err)
+		}
 	}
-	for _, u := range clientURLs {
+	// With --listen-client-http-urls, those take the HTTP services and the
+	// client URLs serve gRPC alone.
+	httpURLs := a.s.Config().ListenClientHTTPURLs
+	for _, u := range append(append([]string(nil), clientURLs...), httpURLs...) {
 		ln, secure, err := a.listen("client", u)
 		if err != nil {
 			return err
 		}
-		if secure {
+		grpcOnly := len(httpURLs) > 0 && !slices.Contains(httpURLs, u)
+		switch {
+		case secure && grpcOnly:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.grpcTLS.ServeTLS(ln, "", "") }()
+		case secure:
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.ServeTLS(ln, "", "") }()
-			continue
+		case grpcOnly:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.grpc.Serve(ln) }()
+		case len(httpURLs) > 0:
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); a.http.Serve(ln) }()
+		default:
+			grpcL, httpL := splitListener(ln)
+			a.wg.Add(2)
+			go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
+			go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 		}
-		grpcL, httpL := splitListener(ln)
-		a.wg.Add(2)
-		go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
-		go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
 	}
 	return a.serveMetricsURLs()
 }
@@ -125,7 +148,7 @@ func (a *API) Serve(clientURLs []string) error {
 // listen opens the listener of a client or metrics URL (what) and keeps
 // it to close at Stop; an https URL needs the member's TLS configuration.
 func (a *API) listen(what, u string) (ln net.Listener, secure bool, err error) {
-	ln, secure, err = listen.URL(u)
+	ln, secure, err = a.s.Config().Listen.URL(u)
 	if err != nil {
 		return nil, false, fmt.Errorf("listen on %s URL %s: %w", what, u, err)
 	}
@@ -168,6 +191,7 @@ func (a *API) Stop() {
 	for _, srv := range a.metricsSrv {
 		srv.Close()
 	}
+	a.grpcTLS.Close()
 	a.wg.Wait()
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,8 +18,10 @@ import (
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/etcdlog"
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
+	"github.com/cairnkv/cairn/internal/version"
 )
 
 // newServeCommand is `cairn serve`: one member, with etcd's flags. Every flag
@@ -31,7 +34,10 @@ func newServeCommand() *cobra.Command {
 		Short: "Run a cairn member (etcd's server flags)",
 		Long: `Run one member of a cairn cluster. A bare "cairn serve" starts a single-member
 cluster on 127.0.0.1:2379 (clients) and 127.0.0.1:2380 (peers) with its data in
-default.cairn, like a bare etcd.`,
+default.cairn (or default.etcd, where that exists and default.cairn does not), like
+a bare etcd. Every flag of etcd 3.7.3 is accepted; those marked "no effect in cairn"
+are logged as such at start when given. With --config-file (etcd's YAML), the file
+is the whole configuration: other flags and environment variables are ignored.`,
 		Example: `  cairn serve
   cairn serve --name m1 --data-dir /var/lib/cairn/m1 \
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
@@ -47,7 +53,7 @@ default.cairn, like a bare etcd.`,
 		},
 	}
 	f := cmd.Flags()
-	f.String("config-file", "", "path to a YAML file with the same keys as the flags")
+	f.String("config-file", "", "path to the server configuration file (etcd's YAML: the flags' names as keys); other flags and environment variables are then ignored")
 	f.String("name", server.DefaultName, "human-readable name for this member")
 	f.String("data-dir", "", "path to the data directory (default \"<name>.cairn\")")
 	f.String("listen-client-urls", "http://127.0.0.1:2379", "list of URLs to listen on for client traffic")
@@ -93,26 +99,40 @@ default.cairn, like a bare etcd.`,
 	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
 	f.String("metrics", "basic", "Set level of detail for exported metrics, specify 'extensive' to include server side grpc histogram metrics.")
 	f.String("listen-metrics-urls", "", "List of URLs to listen on for the /metrics and /health endpoints. For https, the client URL TLS info is used.")
+	addEtcdServeFlags(f) // serve_flags.go
 	return cmd
 }
 
-// serveConfig reads the flags, CAIRN_* and ETCD_* variables and the config
-// file, in that order of precedence (a flag given on the command line wins).
+// serveConfig reads the flags and the CAIRN_* and ETCD_* variables (a flag
+// given on the command line wins), or, as etcd does, the config file alone
+// when --config-file is given.
 func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	used, unknown := bindServeEnv(cmd, v, os.Environ())
 	if err := v.BindPFlags(cmd.Flags()); err != nil {
 		return server.Config{}, err
 	}
-	if path := v.GetString("config-file"); path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return server.Config{}, fmt.Errorf("read --config-file %s: %w", path, err)
+	path := v.GetString("config-file")
+	var ignoredKeys []string
+	if path != "" {
+		var err error
+		if v, ignoredKeys, err = readConfigFile(path, newServeCommand().Flags()); err != nil {
+			return server.Config{}, err
 		}
+		used, unknown = nil, nil
 	}
-	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"))
+	rotation, err := logRotationFrom(v) // serve_logrotate.go
 	if err != nil {
 		return server.Config{}, err
+	}
+	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"), rotation)
+	if err != nil {
+		return server.Config{}, err
+	}
+	if path != "" {
+		logger.Info("loaded server configuration, other configuration command line flags and environment variables will be ignored if provided", "path", path)
+	}
+	for _, key := range ignoredKeys {
+		logger.Warn("--config-file: ignoring a key of etcd's v2 proxy, which etcd 3 ignores too", "key", key)
 	}
 	for _, kv := range used {
 		name, value, _ := strings.Cut(kv, "=")
@@ -174,6 +194,12 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		Logger: logger,
 	}
 	cfg.Metrics, cfg.ListenMetricsURLs = v.GetString("metrics"), splitList(v.GetString("listen-metrics-urls"))
+	if cfg.DataDir == "" {
+		cfg.DataDir = defaultDataDir(cfg.Name, logger)
+	}
+	if err := etcdServeConfig(v, &cfg, path != "", logger); err != nil {
+		return server.Config{}, err
+	}
 	return cfg, nil
 }
 
@@ -218,8 +244,9 @@ func splitList(s string) []string {
 // newServerLogger is the member's logger, with etcd's flags: --logger zap
 // (the only one), --log-outputs (default, stderr, stdout or files, comma
 // separated), --log-format json or console in etcd's layouts (or cairn's
-// own text), --log-level.
-func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, error) {
+// own text), --log-level; with rotation (--enable-log-rotation), the
+// file output is rotated.
+func newServerLogger(loggerName, outputs, format, level string, rotation *logRotation) (*slog.Logger, error) {
 	if loggerName != "zap" {
 		return nil, fmt.Errorf("unknown logger option %q", loggerName)
 	}
@@ -235,6 +262,14 @@ func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, e
 		case "stdout":
 			ws = append(ws, os.Stdout)
 		default:
+			if rotation != nil {
+				f, err := rotation.open(o)
+				if err != nil {
+					return nil, err
+				}
+				ws = append(ws, f) // open for the life of the process
+				continue
+			}
 			f, err := os.OpenFile(o, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 			if err != nil {
 				return nil, fmt.Errorf("open sink %q: %w", o, err)
@@ -258,14 +293,15 @@ func newServerLogger(loggerName, outputs, format, level string) (*slog.Logger, e
 func runServe(cfg server.Config) error {
 	s, err := server.Start(cfg)
 	if err != nil {
-		return err
+		return err // alone on stderr, as etcd's tests of a refused start want it
 	}
+	logStart(s.Config())
+	api.ProgressNotifyInterval = s.Config().WatchProgressNotifyInterval
 	a := api.New(s, cfg.Logger)
 	if err := a.Serve(s.Config().ListenClientURLs); err != nil {
 		s.Stop()
 		return err
 	}
-	cfg.Logger.Info("serving client requests", "urls", s.Config().ListenClientURLs)
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
@@ -275,6 +311,7 @@ func runServe(cfg server.Config) error {
 		case <-ready:
 			// The line etcd's tools and tests wait for.
 			cfg.Logger.Info("ready to serve client requests", "urls", s.Config().ListenClientURLs)
+			logServing(s.Config())
 			ready = nil
 		case sig := <-sigc:
 			cfg.Logger.Info("shutting down", "signal", sig.String())
@@ -291,4 +328,43 @@ func runServe(cfg server.Config) error {
 	}
 	cfg.Logger.Info("stopped cleanly")
 	return nil
+}
+
+// logStart is etcd's "starting an etcd server" line, with the settings
+// operators and etcd's tests read from it (logged once the member has
+// started, where etcd logs it before).
+func logStart(c server.Config) {
+	c.Logger.Info("starting an etcd server", "etcd-version", version.ServerVersion, "cairn-version", version.Version,
+		"name", c.Name, "data-dir", c.DataDir, "wal-dir", c.WALDir, "force-new-cluster", c.ForceNewCluster,
+		"heartbeat-interval", c.HeartbeatInterval.String(), "election-timeout", c.ElectionTimeout.String(),
+		"initial-election-tick-advance", !c.NoInitialElectionTickAdvance, "snapshot-count", c.SnapshotCount,
+		"max-wals", c.MaxWALs, "max-snapshots", c.MaxSnapshots, "snapshot-catchup-entries", c.SnapshotCatchUpEntries,
+		"initial-advertise-peer-urls", c.InitialAdvertisePeerURLs, "listen-peer-urls", c.ListenPeerURLs,
+		"advertise-client-urls", c.AdvertiseClientURLs, "listen-client-urls", c.ListenClientURLs,
+		"cors", c.CORS, "host-whitelist", c.HostWhitelist, "initial-cluster", c.InitialCluster,
+		"initial-cluster-state", c.InitialClusterState, "initial-cluster-token", c.InitialClusterToken,
+		"quota-backend-bytes", c.QuotaBackendBytes, "max-request-bytes", c.MaxRequestBytes,
+		"max-concurrent-streams", c.MaxConcurrentStreams, "pre-vote", !c.NoPreVote, "max-learners", c.LearnerLimit(),
+		"v2-deprecation", "write-only")
+}
+
+// logServing is etcd's line for each client URL once the member serves
+// clients.
+func logServing(c server.Config) {
+	traffic := "grpc+http"
+	if len(c.ListenClientHTTPURLs) > 0 {
+		traffic = "grpc"
+	}
+	for _, group := range []struct {
+		urls    []string
+		traffic string
+	}{{c.ListenClientURLs, traffic}, {c.ListenClientHTTPURLs, "http"}} {
+		for _, u := range group.urls {
+			if pu, err := url.Parse(u); err == nil && listen.Secure(pu.Scheme) {
+				c.Logger.Info("serving client traffic securely", "traffic", group.traffic, "address", u)
+			} else {
+				c.Logger.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", group.traffic, "address", u)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/spf13/viper"
@@ -11,19 +12,20 @@ import (
 )
 
 // TestServeTLSFlagsFromEverySource: the TLS flags reach the member's
-// configuration from the command line, CAIRN_* variables and the config
-// file alike.
+// configuration from the command line and CAIRN_* variables alike, or from
+// the config file, which, as etcd's, is then the whole configuration.
 func TestServeTLSFlagsFromEverySource(t *testing.T) {
 	configFile := filepath.Join(t.TempDir(), "cairn.yaml")
-	yaml := "peer-cert-file: peer.pem\npeer-key-file: peer-key.pem\npeer-client-cert-auth: true\ncipher-suites: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n"
+	yaml := "peer-cert-file: peer.pem\npeer-key-file: peer-key.pem\npeer-client-cert-auth: true\ncipher-suites: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n" +
+		"tls-max-version: TLS1.3\nclient-transport-security:\n  cert-file: c.pem\n  key-file: k.pem\n  crl-file: crl.pem\n"
 	if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("CAIRN_TRUSTED_CA_FILE", "ca.pem")
 	t.Setenv("CAIRN_AUTO_TLS", "true")
 	cmd := newServeCommand()
-	if err := cmd.ParseFlags([]string{"--config-file", configFile, "--cert-file", "c.pem", "--key-file", "k.pem",
-		"--client-cert-auth", "--tls-max-version", "TLS1.3"}); err != nil {
+	if err := cmd.ParseFlags([]string{"--cert-file", "c.pem", "--key-file", "k.pem",
+		"--client-cert-auth", "--tls-max-version", "TLS1.3", "--peer-cert-allowed-cn", "a,b"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := serveConfig(cmd, viper.New())
@@ -31,9 +33,22 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantClient := servertls.Files{CertFile: "c.pem", KeyFile: "k.pem", TrustedCAFile: "ca.pem", ClientCertAuth: true, AutoTLS: true}
-	wantPeer := servertls.Files{CertFile: "peer.pem", KeyFile: "peer-key.pem", ClientCertAuth: true}
-	if cfg.ClientTLS != wantClient || cfg.PeerTLS != wantPeer {
-		t.Errorf("client TLS %+v, peer TLS %+v; want %+v, %+v", cfg.ClientTLS, cfg.PeerTLS, wantClient, wantPeer)
+	wantPeer := servertls.Files{AllowedCNs: []string{"a", "b"}, VerifyClientSAN: true}
+	if !reflect.DeepEqual(cfg.ClientTLS, wantClient) || !reflect.DeepEqual(cfg.PeerTLS, wantPeer) || cfg.TLS.Max != "TLS1.3" {
+		t.Errorf("client TLS %+v, peer TLS %+v, max version %q; want %+v, %+v", cfg.ClientTLS, cfg.PeerTLS, cfg.TLS.Max, wantClient, wantPeer)
+	}
+
+	cmd = newServeCommand()
+	if err := cmd.ParseFlags([]string{"--config-file", configFile, "--name", "ignored"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = serveConfig(cmd, viper.New()); err != nil {
+		t.Fatal(err)
+	}
+	wantClient = servertls.Files{CertFile: "c.pem", KeyFile: "k.pem", CRLFile: "crl.pem"}
+	wantPeer = servertls.Files{CertFile: "peer.pem", KeyFile: "peer-key.pem", ClientCertAuth: true, VerifyClientSAN: true}
+	if !reflect.DeepEqual(cfg.ClientTLS, wantClient) || !reflect.DeepEqual(cfg.PeerTLS, wantPeer) || cfg.Name != "default" {
+		t.Errorf("from the file: client TLS %+v, peer TLS %+v, name %q; want %+v, %+v and flags and variables ignored", cfg.ClientTLS, cfg.PeerTLS, cfg.Name, wantClient, wantPeer)
 	}
 	if v := cfg.TLS; v.Min != "TLS1.2" || v.Max != "TLS1.3" || len(v.CipherSuites) != 1 || v.CipherSuites[0] != "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" {
 		t.Errorf("versions %+v", v)
@@ -50,6 +65,9 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	t.Setenv("ETCD_SNAPSHOT_COUNT", "88")
 	t.Setenv("CAIRN_SNAPSHOT_COUNT", "77")
 	t.Setenv("ETCD_INITIAL_CLUSTER_TOKEN", "from-env")
+	t.Setenv("ETCD_WAL_DIR", "/wal")
+	t.Setenv("ETCD_PEER_CRL_FILE", "peer.crl")
+	t.Setenv("ETCD_MAX_LEARNERS", "2")
 	cmd := newServeCommand()
 	if err := cmd.ParseFlags([]string{"--initial-cluster-token", "from-flag"}); err != nil {
 		t.Fatal(err)
@@ -60,6 +78,9 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	}
 	if cfg.Name != "m9" || cfg.InitialClusterState != "existing" || cfg.SnapshotCount != 77 || cfg.InitialClusterToken != "from-flag" {
 		t.Errorf("name %q, state %q, snapshot count %d, token %q", cfg.Name, cfg.InitialClusterState, cfg.SnapshotCount, cfg.InitialClusterToken)
+	}
+	if cfg.WALDir != "/wal" || cfg.PeerTLS.CRLFile != "peer.crl" || cfg.LearnerLimit() != 2 {
+		t.Errorf("etcd's newer flags from ETCD_ variables: wal dir %q, peer CRL %q, learners %d", cfg.WALDir, cfg.PeerTLS.CRLFile, cfg.LearnerLimit())
 	}
 	_, unknown := bindServeEnv(newServeCommand(), viper.New(), []string{"ETCD_NAME=x", "ETCD_NO_SUCH_FLAG=1", "ETCDCTL_API=3", "CAIRN_OTHER=1"})
 	if len(unknown) != 1 || unknown[0] != "ETCD_NO_SUCH_FLAG=1" {

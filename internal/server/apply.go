@@ -15,7 +15,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/failpoint"
-	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -416,9 +415,7 @@ func (s *Server) maybeSnapshot() error {
 	if err := s.wal.ReleaseLockTo(s.snapshotIndex); err != nil {
 		return err
 	}
-	if _, err := snapfmt.Purge(s.cfg.snapDir(), 5); err != nil {
-		s.log.Warn("purging old snapshots failed", "err", err)
-	}
+	s.purge()
 	s.log.Info("saved snapshot", "index", s.snapshotIndex)
 	if s.snapshotIndex > s.cfg.SnapshotCatchUpEntries {
 		compactTo := s.snapshotIndex - s.cfg.SnapshotCatchUpEntries

@@ -15,9 +15,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
-// maxLearners is how many learners a cluster may have, as in etcd.
-const maxLearners = 1
-
 // MemberAdd adds a member (a learner if isLearner) with the given peer URLs
 // and returns it and the new member list.
 //
@@ -42,7 +39,7 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 			learners++
 		}
 	}
-	if isLearner && learners >= maxLearners {
+	if isLearner && learners >= s.cfg.LearnerLimit() {
 		return Member{}, nil, ErrTooManyLearners
 	}
 	if err := s.checkAdd(isLearner); err != nil {

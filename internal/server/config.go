@@ -6,14 +6,21 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cairnkv/cairn/internal/autocompact"
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/pkg/cluster"
+	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
 // Config is a member's configuration; the field names follow etcd's flags.
@@ -69,7 +76,61 @@ type Config struct {
 	CompactHashCheckTime time.Duration
 	// Features are the feature gates (--feature-gates).
 	Features Features
-	Logger   *slog.Logger
+	// WALDir is etcd's --wal-dir: the WAL's segments go there rather than
+	// into <data-dir>/member/wal.
+	WALDir string
+	// ForceNewCluster (--force-new-cluster) restarts the member as the only
+	// one of its cluster: the others are removed through its own log.
+	ForceNewCluster bool
+	// MaxSnapshots and MaxWALs are how many .snap and WAL files are kept
+	// (--max-snapshots, --max-wals); 0 keeps them all.
+	MaxSnapshots uint
+	MaxWALs      uint
+	// MaxLearners is how many learners the cluster may have (--max-learners).
+	MaxLearners int
+	// UnsafeNoFsync (--unsafe-no-fsync) never fsyncs the WAL.
+	UnsafeNoFsync bool
+	// NoPreVote is --pre-vote=false.
+	NoPreVote bool
+	// NoInitialElectionTickAdvance is --initial-election-tick-advance=false:
+	// a member alone in its cluster waits an election timeout before it
+	// campaigns, rather than campaigning as soon as its log is applied.
+	NoInitialElectionTickAdvance bool
+	// WarningApplyDuration is how long an apply may take before it is
+	// logged (--warning-apply-duration); 0 means 100ms.
+	WarningApplyDuration time.Duration
+	// Backend and compaction tuning (--backend-batch-interval,
+	// --backend-batch-limit, --compaction-batch-limit,
+	// --compaction-sleep-interval; 0 means pkg/store's defaults, etcd's),
+	// --memory-mlock and --backend-bbolt-freelist-type.
+	MemoryMlock             bool
+	BackendFreelistType     string
+	BackendBatchInterval    time.Duration
+	BackendBatchLimit       int
+	CompactionBatchLimit    int
+	CompactionSleepInterval time.Duration
+	// BootstrapDefragThresholdMegabytes (--bootstrap-defrag-threshold-megabytes):
+	// at start, the db is defragmented if that frees at least this much.
+	BootstrapDefragThresholdMegabytes uint
+	// SelfSignedCertValidity is the validity in years of the certificates
+	// --auto-tls and --peer-auto-tls generate; 0 means 1.
+	SelfSignedCertValidity uint
+	// The client API's settings (internal/api): --max-concurrent-streams,
+	// --grpc-keepalive-*, --watch-progress-notify-interval, --cors,
+	// --host-whitelist, --listen-client-http-urls, --enable-grpc-gateway,
+	// --warning-unary-request-duration, --socket-reuse-*.
+	MaxConcurrentStreams        uint32
+	GRPCKeepAliveMinTime        time.Duration
+	GRPCKeepAliveInterval       time.Duration
+	GRPCKeepAliveTimeout        time.Duration
+	WatchProgressNotifyInterval time.Duration
+	CORS                        []string
+	HostWhitelist               []string
+	ListenClientHTTPURLs        []string
+	NoGRPCGateway               bool
+	WarningUnaryRequestDuration time.Duration
+	Listen                      listen.Options
+	Logger                      *slog.Logger
 
 	// Metrics is etcd's --metrics: "basic" (also when empty) or
 	// "extensive", which adds the gRPC handling-time histograms.
@@ -91,6 +152,15 @@ const (
 	DefaultCatchUpEntries    = 5000
 	DefaultAuthToken         = "simple"
 	MaxQuotaBackendBytes     = 8 << 30
+	DefaultMaxSnapshots      = 5
+	DefaultMaxWALs           = 5
+	DefaultMaxLearners       = 1
+	DefaultWarningApply      = 100 * time.Millisecond
+	DefaultWarningUnary      = 300 * time.Millisecond
+	DefaultKeepAliveMinTime  = 5 * time.Second
+	DefaultKeepAliveInterval = 2 * time.Hour
+	DefaultKeepAliveTimeout  = 20 * time.Second
+	DefaultProgressNotify    = 10 * time.Minute
 )
 
 // WithDefaults fills unset fields with etcd's defaults.
@@ -154,6 +224,21 @@ func (c Config) WithDefaults() Config {
 	if c.AuthToken == "" {
 		c.AuthToken = DefaultAuthToken
 	}
+	if c.WarningApplyDuration == 0 {
+		c.WarningApplyDuration = DefaultWarningApply
+	}
+	if c.WarningUnaryRequestDuration == 0 {
+		c.WarningUnaryRequestDuration = DefaultWarningUnary
+	}
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = math.MaxUint32
+	}
+	if c.GRPCKeepAliveMinTime == 0 {
+		c.GRPCKeepAliveMinTime = DefaultKeepAliveMinTime
+	}
+	if c.WatchProgressNotifyInterval <= 0 {
+		c.WatchProgressNotifyInterval = DefaultProgressNotify
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -201,6 +286,14 @@ func (c Config) Validate() error {
 	if _, err := autocompact.Parse(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
 	}
+	for _, u := range c.ListenClientHTTPURLs {
+		if err := cluster.CheckURL(u); err != nil {
+			return fmt.Errorf("--listen-client-http-urls: %w", err)
+		}
+		if slices.Contains(c.ListenClientURLs, u) {
+			return fmt.Errorf("cannot bind both --listen-client-urls and --listen-client-http-urls on the same url %s", u)
+		}
+	}
 	peers, err := ParseInitialCluster(c.InitialCluster)
 	if err != nil {
 		return err
@@ -231,6 +324,65 @@ func sameURLs(a, b []string) bool {
 }
 
 func (c Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
-func (c Config) walDir() string    { return filepath.Join(c.memberDir(), "wal") }
-func (c Config) snapDir() string   { return filepath.Join(c.memberDir(), "snap") }
-func (c Config) dbPath() string    { return filepath.Join(c.snapDir(), "db") }
+
+// walDir is --wal-dir, or <data-dir>/member/wal without it.
+func (c Config) walDir() string {
+	if c.WALDir != "" {
+		return c.WALDir
+	}
+	return filepath.Join(c.memberDir(), "wal")
+}
+
+func (c Config) snapDir() string { return filepath.Join(c.memberDir(), "snap") }
+func (c Config) dbPath() string  { return filepath.Join(c.snapDir(), "db") }
+
+// storeConfig is the configuration of the store in the db file at path.
+func (c Config) storeConfig(path string) store.Config {
+	return store.Config{
+		Backend: store.BackendConfig{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit,
+			Mlock: c.MemoryMlock, FreelistType: c.BackendFreelistType},
+		CompactionBatchLimit: c.CompactionBatchLimit,
+		CompactionPause:      c.CompactionSleepInterval,
+		Logger:               c.Logger,
+	}
+}
+
+// walOptions are the options of the WAL writer: --unsafe-no-fsync never
+// syncs.
+func (c Config) walOptions() walfmt.Options {
+	if c.UnsafeNoFsync {
+		return walfmt.Options{Sync: walfmt.SyncNever}
+	}
+	return walfmt.Options{}
+}
+
+// LearnerLimit is --max-learners: MaxLearners, where 0 means etcd's
+// default (1) and a negative value none (the serve command's
+// --max-learners=0).
+func (c Config) LearnerLimit() int {
+	switch {
+	case c.MaxLearners == 0:
+		return DefaultMaxLearners
+	case c.MaxLearners < 0:
+		return 0
+	}
+	return c.MaxLearners
+}
+
+// peerLocalIP is the address connections to peers start from: with the
+// SetMemberLocalAddr gate, the IP of the first advertised peer URL when
+// it is an IP and not 0.0.0.0 or ::, as in etcd; otherwise nil (the
+// system chooses).
+func (c Config) peerLocalIP() net.IP {
+	if !c.Features.Enabled(FeatureSetMemberLocalAddr) || len(c.InitialAdvertisePeerURLs) == 0 {
+		return nil
+	}
+	u, err := url.Parse(c.InitialAdvertisePeerURLs[0])
+	if err != nil || listen.Unix(u.Scheme) {
+		return nil
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && !ip.IsUnspecified() {
+		return ip
+	}
+	return nil
+}

@@ -79,3 +79,27 @@ func TestStartRefusesBadAuthToken(t *testing.T) {
 		t.Errorf("the data dir was created: %v", err)
 	}
 }
+
+// TestPeerLocalIP: with the SetMemberLocalAddr gate, connections to peers
+// start from the IP of the advertised peer URL (none for a name or 0.0.0.0).
+func TestPeerLocalIP(t *testing.T) {
+	gate, err := ParseFeatures("SetMemberLocalAddr=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		features Features
+		url      string
+		want     string
+	}{
+		{gate, "https://10.1.2.3:2380", "10.1.2.3"},
+		{nil, "https://10.1.2.3:2380", "<nil>"},
+		{gate, "https://0.0.0.0:2380", "<nil>"},
+		{gate, "https://peer.example:2380", "<nil>"},
+	} {
+		c := Config{Features: tc.features, InitialAdvertisePeerURLs: []string{tc.url}}
+		if got := c.peerLocalIP().String(); got != tc.want {
+			t.Errorf("%s, gate %v: %s, want %s", tc.url, tc.features, got, tc.want)
+		}
+	}
+}

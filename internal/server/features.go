@@ -16,6 +16,7 @@ type Features map[string]bool
 const (
 	FeatureInitialCorruptCheck = "InitialCorruptCheck"
 	FeatureCompactHashCheck    = "CompactHashCheck"
+	FeatureSetMemberLocalAddr  = "SetMemberLocalAddr"
 )
 
 // featureDefaults lists every gate a member knows, with its default.
@@ -28,7 +29,7 @@ var featureDefaults = map[string]bool{
 	"LeaseCheckpoint":              false,
 	"LeaseCheckpointPersist":       false,
 	"PriorityRequest":              false,
-	"SetMemberLocalAddr":           false,
+	FeatureSetMemberLocalAddr:      false,
 	"StopGRPCServiceOnDefrag":      false,
 	"TxnModeWriteWithSharedBuffer": true,
 }

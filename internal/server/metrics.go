@@ -6,16 +6,13 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
-
-// slowApply is the apply time past which a request counts as slow (etcd's
-// default --warning-apply-duration).
-const slowApply = 100 * time.Millisecond
 
 // ErrMissingClientTLSForMetrics refuses an https --listen-metrics-urls
 // without the client TLS certificate to serve it with (etcd's message).
@@ -79,18 +76,20 @@ func newStoreStats(m *metrics.Member) *store.Stats {
 // policy, with its writes and fsyncs timed.
 func (s *Server) walOptions() walfmt.Options {
 	m := s.metrics
-	return walfmt.Options{
-		OnWrite: func(n int, took time.Duration) {
-			m.WALWrite.Observe(took.Seconds())
-			m.WALWriteBytes.Add(float64(n))
-		},
-		OnSync: func(took time.Duration) { m.WALFsync.Observe(took.Seconds()) },
+	opts := s.cfg.walOptions()
+	opts.OnWrite = func(n int, took time.Duration) {
+		m.WALWrite.Observe(took.Seconds())
+		m.WALWriteBytes.Add(float64(n))
 	}
+	opts.OnSync = func(took time.Duration) { m.WALFsync.Observe(took.Seconds()) }
+	return opts
 }
 
 // openStore opens the member's db with the member's counts.
 func (s *Server) openStore() (*store.Store, error) {
-	return store.Open(store.Config{Backend: store.BackendConfig{Path: s.cfg.dbPath()}, Logger: s.log, Stats: s.storeStats})
+	cfg := s.cfg.storeConfig(s.cfg.dbPath())
+	cfg.Stats = s.storeStats
+	return store.Open(cfg)
 }
 
 // requestType names a request as etcd's metrics do (the apply op and the
@@ -165,7 +164,10 @@ func requestType(req *pb.InternalRaftRequest) string {
 func (s *Server) observeApply(req *pb.InternalRaftRequest, res applyResult, start time.Time) {
 	took := time.Since(start)
 	s.metrics.Apply(requestType(req), res.err == nil, took)
-	if took > slowApply {
+	if took > s.cfg.WarningApplyDuration { // a slow apply: counted and logged, as etcd's
 		s.counts.slowApplies.Add(1)
+		text := req.String() // cut: a value may be megabytes
+		s.log.Warn("apply request took too long", "took", took.String(), "expected-duration", s.cfg.WarningApplyDuration.String(),
+			"prefix", "", "request", text[:min(len(text), 256)], "request-size", proto.Size(req))
 	}
 }

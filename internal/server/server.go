@@ -19,7 +19,6 @@ import (
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/lease"
-	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -126,7 +125,7 @@ func Start(cfg Config) (*Server, error) {
 	if s.tls, err = s.setUpTLS(); err != nil {
 		return nil, err
 	}
-	s.peerClient = transport.NewClient(s.tls.peerDial)
+	s.peerClient = transport.NewClient(s.tls.peerDial, cfg.peerLocalIP())
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -135,6 +134,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.store.Store(st)
+	if err := s.bootstrapDefrag(st); err != nil {
+		st.Close()
+		return nil, err
+	}
 	replaced := make(chan struct{})
 	s.replaced.Store(&replaced)
 	if err := createBuckets(st); err != nil {
@@ -190,7 +193,7 @@ func Start(cfg Config) (*Server, error) {
 	go s.readIndexLoop()
 	go s.leaseLoop()
 	go s.clusterVersionLoop()
-	if vs := s.voters(); len(vs) == 1 && vs[0].ID == s.id {
+	if vs := s.voters(); !cfg.NoInitialElectionTickAdvance && (cfg.ForceNewCluster || len(vs) == 1 && vs[0].ID == s.id) {
 		s.wg.Add(1)
 		go s.campaignAlone()
 	}
@@ -250,7 +253,7 @@ func (s *Server) raftConfig() *raft.Config {
 		MaxSizePerMsg:   1 << 20,
 		MaxInflightMsgs: 512,
 		CheckQuorum:     true,
-		PreVote:         true,
+		PreVote:         !s.cfg.NoPreVote,
 		Logger:          raftLogger{s.log},
 	}
 }
@@ -321,6 +324,11 @@ func (s *Server) restart() error {
 			return err
 		}
 	}
+	if s.cfg.ForceNewCluster {
+		if rr.Entries, err = s.forceNewCluster(snap, rr.HardState, rr.Entries); err != nil {
+			return err
+		}
+	}
 	if err := s.storage.Append(rr.Entries); err != nil {
 		return err
 	}
@@ -365,7 +373,7 @@ func (s *Server) st() *store.Store { return s.store.Load() }
 // logged as warnings.
 func (s *Server) listenPeers() error {
 	for _, u := range s.cfg.ListenPeerURLs {
-		ln, secure, err := listen.URL(u)
+		ln, secure, err := s.cfg.Listen.URL(u)
 		if err != nil {
 			return fmt.Errorf("listen on peer URL %s: %w", u, err)
 		}

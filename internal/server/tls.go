@@ -54,10 +54,10 @@ func (s *Server) setUpTLS() (memberTLS, error) {
 	var out memberTLS
 	var err error
 	fixtures := filepath.Join(s.cfg.DataDir, "fixtures")
-	if s.cfg.ClientTLS, err = s.cfg.ClientTLS.WithAutoTLS(filepath.Join(fixtures, "client"), urlHosts(s.cfg.ListenClientURLs), s.log); err != nil {
+	if s.cfg.ClientTLS, err = s.cfg.ClientTLS.WithAutoTLS(filepath.Join(fixtures, "client"), urlHosts(s.cfg.ListenClientURLs), s.cfg.SelfSignedCertValidity, s.log); err != nil {
 		return out, err
 	}
-	if s.cfg.PeerTLS, err = s.cfg.PeerTLS.WithAutoTLS(filepath.Join(fixtures, "peer"), urlHosts(s.cfg.ListenPeerURLs), s.log); err != nil {
+	if s.cfg.PeerTLS, err = s.cfg.PeerTLS.WithAutoTLS(filepath.Join(fixtures, "peer"), urlHosts(s.cfg.ListenPeerURLs), s.cfg.SelfSignedCertValidity, s.log); err != nil {
 		return out, err
 	}
 	if out.client, err = serverTLS(s.cfg.ClientTLS, s.cfg.TLS, s.cfg.ListenClientURLs, s.log); err != nil {

@@ -18,18 +18,18 @@ import (
 	"time"
 )
 
-// autoCertValidity is how long a generated certificate is valid (etcd's
-// --self-signed-cert-validity default: one year).
-const autoCertValidity = 365 * 24 * time.Hour
+// year is the unit of etcd's --self-signed-cert-validity.
+const year = 365 * 24 * time.Hour
 
-// WithAutoTLS resolves --auto-tls. Without it, or with a certificate
+// WithAutoTLS resolves --auto-tls, with certificates valid for
+// validityYears (--self-signed-cert-validity; 0 means 1). Without it, or with a certificate
 // given (which wins, as in etcd), f is returned as it is. Otherwise f gets
 // a self-signed certificate for hosts, kept in dir as cert.pem and key.pem
 // (etcd keeps them in <data-dir>/fixtures/client and fixtures/peer) and
 // used again on the next start. A self-signed certificate cannot vouch
 // for clients: client certificate authentication and the trusted CA file
 // are dropped.
-func (f Files) WithAutoTLS(dir string, hosts []string, log *slog.Logger) (Files, error) {
+func (f Files) WithAutoTLS(dir string, hosts []string, validityYears uint, log *slog.Logger) (Files, error) {
 	if !f.AutoTLS {
 		return f, nil
 	}
@@ -43,7 +43,7 @@ func (f Files) WithAutoTLS(dir string, hosts []string, log *slog.Logger) (Files,
 	}
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	if !exists(certFile) || !exists(keyFile) {
-		if err := writeSelfSigned(certFile, keyFile, hosts); err != nil {
+		if err := writeSelfSigned(certFile, keyFile, hosts, time.Duration(max(validityYears, 1))*year); err != nil {
 			return f, fmt.Errorf("--%sauto-tls: %w", f.Prefix, err)
 		}
 		log.Info("generated a self-signed certificate", "cert-file", certFile, "key-file", keyFile, "hosts", hosts)
@@ -57,8 +57,8 @@ func exists(path string) bool {
 }
 
 // writeSelfSigned writes a new key and a certificate for hosts (IP
-// addresses or DNS names) signed by that key.
-func writeSelfSigned(certFile, keyFile string, hosts []string) error {
+// addresses or DNS names) signed by that key, valid for validity.
+func writeSelfSigned(certFile, keyFile string, hosts []string, validity time.Duration) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func writeSelfSigned(certFile, keyFile string, hosts []string) error {
 		SerialNumber:          serial,
 		Subject:               pkix.Name{Organization: []string{"cairn"}},
 		NotBefore:             now,
-		NotAfter:              now.Add(autoCertValidity),
+		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,

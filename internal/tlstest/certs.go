@@ -45,7 +45,7 @@ func NewCertificates(t testing.TB) Certificates {
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
@@ -58,7 +58,7 @@ func NewCertificates(t testing.TB) Certificates {
 	}
 	certs := Certificates{CAFile: filepath.Join(dir, "ca.pem"), dir: dir, ca: ca, caKey: caKey}
 	writePEM(t, certs.CAFile, "CERTIFICATE", caDER)
-	certs.ServerCert, certs.ServerKey = certs.issue(t, "server", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	certs.ServerCert, certs.ServerKey = certs.IssueMember(t, "server")
 	certs.ClientCert, certs.ClientKey = certs.IssueClient(t, "client")
 	return certs
 }
@@ -67,7 +67,7 @@ func NewCertificates(t testing.TB) Certificates {
 // --client-cert-auth, the user a request without a token runs as).
 func (c Certificates) IssueClient(t testing.TB, cn string) (certFile, keyFile string) {
 	t.Helper()
-	return c.issue(t, cn, x509.ExtKeyUsageClientAuth)
+	return c.issue(t, cn, defaultHosts, x509.ExtKeyUsageClientAuth)
 }
 
 // ClientConfig is a TLS configuration that trusts the CA and presents the
@@ -98,9 +98,57 @@ func (c Certificates) ConfigFor(t testing.TB, certFile, keyFile string) *tls.Con
 	return cfg
 }
 
-// issue writes a certificate for 127.0.0.1 and localhost named cn, and its
-// key, as cn.pem and cn-key.pem.
-func (c Certificates) issue(t testing.TB, cn string, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
+// defaultHosts are the SANs of the certificates: the loopback address and
+// its name.
+var defaultHosts = []string{"127.0.0.1", "localhost"}
+
+// IssueMember writes a certificate for a member (server and client use)
+// named cn, for 127.0.0.1 and localhost.
+func (c Certificates) IssueMember(t testing.TB, cn string) (certFile, keyFile string) {
+	t.Helper()
+	return c.IssueMemberFor(t, cn, defaultHosts...)
+}
+
+// IssueMemberFor writes a member certificate named cn whose SANs are hosts
+// (IP addresses or DNS names; none at all without hosts).
+func (c Certificates) IssueMemberFor(t testing.TB, cn string, hosts ...string) (certFile, keyFile string) {
+	t.Helper()
+	return c.issue(t, cn, hosts, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// Revoke writes a certificate revocation list, signed by the CA, that
+// revokes the certificates in certFiles, and returns its path.
+func (c Certificates) Revoke(t testing.TB, certFiles ...string) string {
+	t.Helper()
+	list := &x509.RevocationList{Number: newSerial(t), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
+	for _, f := range certFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		if block == nil {
+			t.Fatalf("%s: no PEM data", f)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list.RevokedCertificateEntries = append(list.RevokedCertificateEntries,
+			x509.RevocationListEntry{SerialNumber: cert.SerialNumber, RevocationTime: time.Now()})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, list, c.ca, c.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.dir, "revoked.crl")
+	writePEM(t, path, "X509 CRL", der)
+	return path
+}
+
+// issue writes a certificate for hosts named cn, and its key, as cn.pem
+// and cn-key.pem.
+func (c Certificates) issue(t testing.TB, cn string, hosts []string, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
 	t.Helper()
 	key := newKey(t)
 	template := &x509.Certificate{
@@ -110,8 +158,13 @@ func (c Certificates) issue(t testing.TB, cn string, usage ...x509.ExtKeyUsage) 
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  usage,
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			template.IPAddresses = append(template.IPAddresses, ip)
+		} else {
+			template.DNSNames = append(template.DNSNames, h)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, c.ca, &key.PublicKey, c.caKey)
 	if err != nil {

@@ -21,7 +21,7 @@ func TestMessagesReachPeerOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := newRecorder()
-	srv := httptest.NewUnstartedServer(New(7, 2, to, nil, NewClient(nil), log).Handler())
+	srv := httptest.NewUnstartedServer(New(7, 2, to, nil, NewClient(nil, nil), log).Handler())
 	srv.TLS = serverConfig
 	srv.StartTLS()
 	t.Cleanup(srv.Close) // after the senders stop (cleanups run last first)
@@ -32,7 +32,7 @@ func TestMessagesReachPeerOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		from := newRecorder()
-		tr := New(7, id, from, nil, NewClient(dialConfig), log)
+		tr := New(7, id, from, nil, NewClient(dialConfig, nil), log)
 		t.Cleanup(tr.Stop)
 		tr.AddPeer(2, []string{srv.URL})
 		return tr, from

@@ -155,9 +155,13 @@ func (t *Transport) fromPeer(id uint64) *fromPeer {
 }
 
 // NewClient returns the HTTP client for peer traffic; tlsConfig (nil for
-// the defaults) is used with https peer URLs.
-func NewClient(tlsConfig *tls.Config) *http.Client {
+// the defaults) is used with https peer URLs. Its TCP connections start
+// from localIP when it is not nil (etcd's SetMemberLocalAddr gate).
+func NewClient(tlsConfig *tls.Config, localIP net.IP) *http.Client {
 	dialer := &net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}
+	if localIP != nil {
+		dialer.LocalAddr = &net.TCPAddr{IP: localIP}
+	}
 	return &http.Client{Transport: unixPeers{&http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if ctx.Value(dialUnixKey{}) != nil {

@@ -78,11 +78,11 @@ func waitArrival(t *testing.T, r *recorder) {
 func TestMessagesReachPeer(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	to := newRecorder()
-	recv := New(7, 2, to, nil, NewClient(nil), log)
+	recv := New(7, 2, to, nil, NewClient(nil, nil), log)
 	srv := httptest.NewServer(recv.Handler())
 	defer srv.Close()
 	from := newRecorder()
-	send := New(7, 1, from, nil, NewClient(nil), log)
+	send := New(7, 1, from, nil, NewClient(nil, nil), log)
 	defer send.Stop()
 	send.AddPeer(2, []string{srv.URL})
 	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat), msg(2, raftpb.MessageType_MsgApp)})
@@ -101,7 +101,7 @@ func TestMessagesReachPeer(t *testing.T) {
 // TestMessagesThatCannotBeQueuedAreCounted: messages for a peer whose
 // queue is full are dropped and counted, heartbeats among them apart.
 func TestMessagesThatCannotBeQueuedAreCounted(t *testing.T) {
-	send := New(7, 1, newRecorder(), nil, NewClient(nil), slog.New(slog.DiscardHandler))
+	send := New(7, 1, newRecorder(), nil, NewClient(nil, nil), slog.New(slog.DiscardHandler))
 	defer send.Stop()
 	send.AddPeer(2, []string{"http://127.0.0.1:1"})
 	var msgs []*raftpb.Message
@@ -123,10 +123,10 @@ func TestRemovedMemberIsTold(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	to := newRecorder()
 	to.refuse = fmt.Errorf("%w: member 1", ErrRemoved)
-	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), log).Handler())
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil, nil), log).Handler())
 	defer srv.Close()
 	from := newRecorder()
-	send := New(7, 1, from, nil, NewClient(nil), log)
+	send := New(7, 1, from, nil, NewClient(nil, nil), log)
 	defer send.Stop()
 	send.AddPeer(2, []string{srv.URL})
 	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat)})
@@ -140,10 +140,10 @@ func TestRemovedMemberIsTold(t *testing.T) {
 func TestPeerOfAnotherClusterIsRefused(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	to := newRecorder()
-	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), log).Handler())
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil, nil), log).Handler())
 	defer srv.Close()
 	from := newRecorder()
-	send := New(8, 1, from, nil, NewClient(nil), log) // another cluster ID
+	send := New(8, 1, from, nil, NewClient(nil, nil), log) // another cluster ID
 	defer send.Stop()
 	send.AddPeer(2, []string{srv.URL})
 	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat)})
@@ -158,7 +158,7 @@ func TestPeerOfAnotherClusterIsRefused(t *testing.T) {
 // Garbage on the peer port is answered with 400 and reaches nothing.
 func TestGarbageIsRefused(t *testing.T) {
 	to := newRecorder()
-	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil), slog.New(slog.DiscardHandler)).Handler())
+	srv := httptest.NewServer(New(7, 2, to, nil, NewClient(nil, nil), slog.New(slog.DiscardHandler)).Handler())
 	defer srv.Close()
 	frame := func(claimed uint32, body string) string {
 		var b [4]byte

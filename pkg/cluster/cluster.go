@@ -55,7 +55,8 @@ func CheckURL(s string) error {
 	default:
 		return fmt.Errorf("URL %q: scheme must be http, https, unix or unixs", s)
 	}
-	if u.Host == "" {
+	unix := u.Scheme == "unix" || u.Scheme == "unixs"
+	if u.Host == "" && !(unix && u.Path != "") { // a unix socket may be named by its path: unix:///run/etcd.sock
 		return fmt.Errorf("URL %q has no host", s)
 	}
 	return nil

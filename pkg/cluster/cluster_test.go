@@ -37,3 +37,18 @@ func TestParseInitial(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckURLTakesUnixSocketPaths: a unix URL names its socket by its
+// host or, as etcd also takes it, by its path; one with neither is refused.
+func TestCheckURLTakesUnixSocketPaths(t *testing.T) {
+	for _, u := range []string{"unix://localhost:2379", "unix:///run/etcd.sock", "unixs:///run/etcd.sock", "http://127.0.0.1:2379"} {
+		if err := CheckURL(u); err != nil {
+			t.Errorf("CheckURL(%q): %v", u, err)
+		}
+	}
+	for _, u := range []string{"unix://", "http://", "ftp://127.0.0.1:21"} {
+		if err := CheckURL(u); err == nil {
+			t.Errorf("CheckURL(%q) accepted", u)
+		}
+	}
+}

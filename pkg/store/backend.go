@@ -31,6 +31,11 @@ type BackendConfig struct {
 	Logger *slog.Logger
 	// Stats, if set, is told how long each commit took (Stats.OnCommit).
 	Stats *Stats
+	// Mlock locks the file's pages in memory (etcd's --memory-mlock).
+	Mlock bool
+	// FreelistType is bbolt's freelist: "array", or "map" (the default;
+	// etcd's --backend-bbolt-freelist-type).
+	FreelistType string
 }
 
 // Defaults of etcd: a batch commits after 100 ms or 10000 writes.
@@ -102,7 +107,7 @@ var ErrBackendClosed = errors.New("backend is closed")
 // commit timer.
 func OpenBackend(cfg BackendConfig) (*Backend, error) {
 	cfg.withDefaults()
-	db, err := openBolt(cfg.Path, cfg.InitialMmapSize)
+	db, err := openBolt(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -123,21 +128,26 @@ func OpenBackend(cfg BackendConfig) (*Backend, error) {
 	return b, nil
 }
 
-func openBolt(path string, mmapSize int) (db *bolt.DB, err error) {
+func openBolt(cfg BackendConfig) (db *bolt.DB, err error) {
 	// bbolt panics on some kinds of corruption; report them as errors.
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("open %s: corrupt bbolt file: %v", path, r)
+			err = fmt.Errorf("open %s: corrupt bbolt file: %v", cfg.Path, r)
 		}
 	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{
+	freelist := bolt.FreelistMapType
+	if cfg.FreelistType == "array" {
+		freelist = bolt.FreelistArrayType
+	}
+	db, err = bolt.Open(cfg.Path, 0o600, &bolt.Options{
 		Timeout:         5 * time.Second,
-		InitialMmapSize: mmapSize,
+		InitialMmapSize: cfg.InitialMmapSize,
 		NoFreelistSync:  true,
-		FreelistType:    bolt.FreelistMapType,
+		FreelistType:    freelist,
+		Mlock:           cfg.Mlock,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
 	return db, nil
 }
@@ -615,7 +625,7 @@ func (b *Backend) Defrag() error {
 	if err := os.Rename(tmp, b.cfg.Path); err != nil {
 		return fmt.Errorf("defrag %s: replace: %w", b.cfg.Path, err)
 	}
-	db, err := openBolt(b.cfg.Path, b.cfg.InitialMmapSize)
+	db, err := openBolt(b.cfg)
 	if err != nil {
 		b.failed = err
 		return err

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func openTestBackend(t *testing.T, cfg BackendConfig) *Backend {
@@ -131,4 +133,21 @@ func TestWritesStayVisibleAcrossCommits(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestBackendFreelistType: the freelist is bbolt's map unless "array" is
+// asked for (etcd's --backend-bbolt-freelist-type), also after a defrag.
+func TestBackendFreelistType(t *testing.T) {
+	for typ, want := range map[string]bolt.FreelistType{"": bolt.FreelistMapType, "map": bolt.FreelistMapType, "array": bolt.FreelistArrayType} {
+		b := openTestBackend(t, BackendConfig{FreelistType: typ})
+		if b.db.FreelistType != want {
+			t.Errorf("%q: freelist %q, want %q", typ, b.db.FreelistType, want)
+		}
+		if err := b.Defrag(); err != nil {
+			t.Fatal(err)
+		}
+		if b.db.FreelistType != want {
+			t.Errorf("%q after defrag: freelist %q, want %q", typ, b.db.FreelistType, want)
+		}
+	}
 }
