@@ -20,7 +20,8 @@ import (
 // port that pipes every connection to one of the cluster's client
 // endpoints (internal/tcpproxy), with etcd's flags.
 func newGatewayCommand() *cobra.Command {
-	gateway := &cobra.Command{Use: "gateway", Short: "gateway related command"}
+	gateway := &cobra.Command{Use: "gateway", Short: "gateway related command",
+		Example: "  cairn gateway start --endpoints=10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379"}
 	var (
 		listenAddr string
 		endpoints  []string
@@ -30,7 +31,11 @@ func newGatewayCommand() *cobra.Command {
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "start the gateway",
-		Args:  cobra.NoArgs,
+		Example: `  # clients of 127.0.0.1:23790 reach the three members, in turn
+  cairn gateway start --endpoints=10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379
+  # leave a member that refused a connection out for 10 s only
+  cairn gateway start --listen-addr=127.0.0.1:2379 --endpoints=http://10.0.0.1:2379 --retry-delay=10s`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if srv != "" {
 				return fmt.Errorf("--discovery-srv: cairn's gateway does not look up DNS SRV records; give the members' client URLs with --endpoints")
