@@ -1,14 +1,13 @@
 // Package cli builds cairn's command tree: the root command, the global
-// flags, the client command groups (kv, watch, lease, member, endpoint,
-// auth, maintenance, ...) and serve, one file per group. It puts in the
-// tree the offline kit of internal/forensics and the load commands of
-// internal/bench, and prints through internal/cli/printer; its
-// subpackages cmderr, keyrange, term and docs are shared by those.
+// flags and the client command groups (kv, watch, lease, member, endpoint,
+// auth, maintenance, ...), one file per group, and `gateway start`. It puts
+// in the tree the member's command of internal/cli/serve, the offline kit
+// of internal/forensics and the load commands of internal/bench, and prints
+// through internal/cli/printer; its subpackages cmderr, keyrange, term and
+// docs are shared by those.
 //
-// It is the one package that may import both sides: the client
-// (internal/client) for its commands, and the server (internal/server,
-// internal/api) for serve. Nothing imports it but cmd/cairn and
-// internal/gendocs.
+// Its own files import the client (internal/client), never the server:
+// that is serve's. Nothing imports it but cmd/cairn and internal/gendocs.
 package cli
 
 import (
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/serve"
 	"github.com/cairnkv/cairn/internal/version"
 )
 
@@ -51,7 +51,7 @@ and reads the data directories of cairn and etcd members offline
 	addMirrorCommand(root, g)
 	addCompletionCommand(root)
 	addForensicsCommands(root)
-	addToGroup(root, serverGroup, newServeCommand())
+	addToGroup(root, serverGroup, serve.NewCommand())
 	addToGroup(root, serverGroup, newGatewayCommand())
 	useEtcdctlHelp(root)
 	return root

@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"fmt"
@@ -24,10 +24,10 @@ import (
 	"github.com/cairnkv/cairn/internal/version"
 )
 
-// newServeCommand is `cairn serve`: one member, with etcd's flags. Every flag
+// NewCommand is `cairn serve`: one member, with etcd's flags. Every flag
 // can also come from --config-file (YAML, the same keys) or from a
 // CAIRN_<FLAG> environment variable.
-func newServeCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	v := viper.New()
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -99,7 +99,7 @@ is the whole configuration: other flags and environment variables are ignored.`,
 	f.String("log-level", "info", "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
 	f.String("metrics", "basic", "Set level of detail for exported metrics, specify 'extensive' to include server side grpc histogram metrics.")
 	f.String("listen-metrics-urls", "", "List of URLs to listen on for the /metrics and /health endpoints. For https, the client URL TLS info is used.")
-	addEtcdServeFlags(f) // serve_flags.go
+	addEtcdServeFlags(f) // flags.go
 	return cmd
 }
 
@@ -115,12 +115,12 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	var ignoredKeys []string
 	if path != "" {
 		var err error
-		if v, ignoredKeys, err = readConfigFile(path, newServeCommand().Flags()); err != nil {
+		if v, ignoredKeys, err = readConfigFile(path, NewCommand().Flags()); err != nil {
 			return server.Config{}, err
 		}
 		used, unknown = nil, nil
 	}
-	rotation, err := logRotationFrom(v) // serve_logrotate.go
+	rotation, err := logRotationFrom(v) // logrotate.go
 	if err != nil {
 		return server.Config{}, err
 	}

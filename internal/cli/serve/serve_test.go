@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 	}
 	t.Setenv("CAIRN_TRUSTED_CA_FILE", "ca.pem")
 	t.Setenv("CAIRN_AUTO_TLS", "true")
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--cert-file", "c.pem", "--key-file", "k.pem",
 		"--client-cert-auth", "--tls-max-version", "TLS1.3", "--peer-cert-allowed-cn", "a,b"}); err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestServeTLSFlagsFromEverySource(t *testing.T) {
 		t.Errorf("client TLS %+v, peer TLS %+v, max version %q; want %+v, %+v", cfg.ClientTLS, cfg.PeerTLS, cfg.TLS.Max, wantClient, wantPeer)
 	}
 
-	cmd = newServeCommand()
+	cmd = NewCommand()
 	if err := cmd.ParseFlags([]string{"--config-file", configFile, "--name", "ignored"}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	t.Setenv("ETCD_WAL_DIR", "/wal")
 	t.Setenv("ETCD_PEER_CRL_FILE", "peer.crl")
 	t.Setenv("ETCD_MAX_LEARNERS", "2")
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--initial-cluster-token", "from-flag"}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestServeFlagsFromEtcdVariables(t *testing.T) {
 	if cfg.WALDir != "/wal" || cfg.PeerTLS.CRLFile != "peer.crl" || cfg.LearnerLimit() != 2 {
 		t.Errorf("etcd's newer flags from ETCD_ variables: wal dir %q, peer CRL %q, learners %d", cfg.WALDir, cfg.PeerTLS.CRLFile, cfg.LearnerLimit())
 	}
-	_, unknown := bindServeEnv(newServeCommand(), viper.New(), []string{"ETCD_NAME=x", "ETCD_NO_SUCH_FLAG=1", "ETCDCTL_API=3", "CAIRN_OTHER=1"})
+	_, unknown := bindServeEnv(NewCommand(), viper.New(), []string{"ETCD_NAME=x", "ETCD_NO_SUCH_FLAG=1", "ETCDCTL_API=3", "CAIRN_OTHER=1"})
 	if len(unknown) != 1 || unknown[0] != "ETCD_NO_SUCH_FLAG=1" {
 		t.Errorf("unrecognized variables %q", unknown)
 	}

@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 func serveConfigFrom(t *testing.T, args ...string) (log string, cfgErr error) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags(append([]string{"--log-outputs", logFile}, args...)); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestServeEtcdFlagChecks(t *testing.T) {
 		{[]string{"--max-learners", "-1"}, "membership: too many learner members in cluster"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := newServeCommand()
+			cmd := NewCommand()
 			if err := cmd.ParseFlags(tc.args); err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestServeEtcdFlagChecks(t *testing.T) {
 // TestServeEtcdFlagsReachTheConfig: the flags cairn implements reach the
 // member's configuration.
 func TestServeEtcdFlagsReachTheConfig(t *testing.T) {
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--wal-dir", "/w", "--force-new-cluster", "--max-wals", "0", "--max-learners", "0",
 		"--pre-vote=false", "--watch-progress-notify-interval", "2s", "--max-concurrent-streams", "7", "--grpc-keepalive-interval", "0",
 		"--cors", "http://a.com:80,*", "--listen-client-http-urls", "http://127.0.0.1:3000", "--socket-reuse-port",
@@ -119,7 +119,7 @@ force-new-cluster: false
 	if err := os.WriteFile(good, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--config-file", good}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestServeUsesDefaultEtcdDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(t.TempDir(), "log")
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--log-outputs", logFile}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestServeUsesDefaultEtcdDataDir(t *testing.T) {
 	if err := os.Mkdir("default.cairn", 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = serveConfig(newServeCommand(), viper.New()); err != nil || cfg.DataDir != "default.cairn" {
+	if cfg, err = serveConfig(NewCommand(), viper.New()); err != nil || cfg.DataDir != "default.cairn" {
 		t.Errorf("with default.cairn too: data dir %q, %v", cfg.DataDir, err)
 	}
 }

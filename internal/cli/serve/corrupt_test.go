@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // and help texts, and reach the member's configuration from the command
 // line and from CAIRN_* variables.
 func TestServeCorruptCheckFlags(t *testing.T) {
-	cmd := newServeCommand()
+	cmd := NewCommand()
 	for _, f := range []struct{ name, def, usage string }{
 		{"corrupt-check-time", "0s", "Duration of time between cluster corruption check passes."},
 		{"compact-hash-check-time", "1m0s", "Duration of time between leader checks followers compaction hashes."},
@@ -33,7 +33,7 @@ func TestServeCorruptCheckFlags(t *testing.T) {
 		t.Errorf("defaults: %v, %v; want 0s, 1m", cfg.CorruptCheckTime, cfg.CompactHashCheckTime)
 	}
 	t.Setenv("CAIRN_COMPACT_HASH_CHECK_TIME", "30s")
-	cmd = newServeCommand()
+	cmd = NewCommand()
 	if err := cmd.ParseFlags([]string{"--corrupt-check-time", "5s"}); err != nil {
 		t.Fatal(err)
 	}
