@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,47 @@ func TestCairnStartsOnEtcdDataDir(t *testing.T) {
 		if string(got.Kvs[i].Key) != string(want.Kvs[i].Key) || string(got.Kvs[i].Value) != string(want.Kvs[i].Value) {
 			t.Errorf("key %d: %q=%q, etcd served %q=%q", i, got.Kvs[i].Key, got.Kvs[i].Value, want.Kvs[i].Key, want.Kvs[i].Value)
 		}
+	}
+}
+
+// TestDBOlderThanTheSnapshotIsRefused: a member whose db was replaced by an
+// older copy (its consistent index behind the newest .snap) refuses to
+// start, in etcd's words, rather than serving stale data.
+func TestDBOlderThanTheSnapshotIsRefused(t *testing.T) {
+	ms := newCluster(t, 1, clusterOptions{snapshotCount: 50})
+	m := ms[0]
+	m.stop()
+	db := filepath.Join(m.dataDir, "member", "snap", "db")
+	old, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.start()
+	waitHealthy(t, m)
+	c := client(t, m)
+	for i := range 60 { // more than --snapshot-count: a .snap newer than the old db
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.stop()
+	if snaps, _ := filepath.Glob(filepath.Join(m.dataDir, "member", "snap", "*.snap")); len(snaps) == 0 {
+		t.Fatal("no .snap file after 60 puts with --snapshot-count 50")
+	}
+	if err := os.WriteFile(db, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.start()
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the member started on a db older than its snapshot")
+	}
+	const want = "failed to find database snapshot file (snap: snapshot file doesn't exist)"
+	if code := m.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(m.log(), want) {
+		t.Fatalf("exit %d, want an error with %q; log:\n%s", code, want, m.log())
 	}
 }

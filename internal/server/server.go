@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -335,11 +336,19 @@ func (s *Server) restart() error {
 	ci, term := s.st().ConsistentIndex()
 	if ci < s.snapshotIndex {
 		// The member stopped after recording a snapshot from the leader and
-		// before its db took the place of this one: install it now.
-		if st, err := s.replaceDB(s.snapshotIndex); err == nil {
-			ci, term = st.ConsistentIndex()
-			s.log.Info("installed the snapshot db received before the restart", "index", s.snapshotIndex, "consistent-index", ci)
+		// before its db took the place of this one: install it now. With
+		// no such db, the db is older than the log says (a copy put back,
+		// say): refused, in etcd's words.
+		st, err := s.replaceDB(s.snapshotIndex)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: the db is at raft index %d, older than the snapshot at %d: failed to find database snapshot file (snap: snapshot file doesn't exist)",
+				ErrCorruptedDataDir, ci, s.snapshotIndex)
 		}
+		if err != nil {
+			return fmt.Errorf("%w: the db is at raft index %d, older than the snapshot at %d: %w", ErrCorruptedDataDir, ci, s.snapshotIndex, err)
+		}
+		ci, term = st.ConsistentIndex()
+		s.log.Info("installed the snapshot db received before the restart", "index", s.snapshotIndex, "consistent-index", ci)
 	}
 	if ci < s.snapshotIndex {
 		return fmt.Errorf("%w: the db is at raft index %d, older than the snapshot at %d", ErrCorruptedDataDir, ci, s.snapshotIndex)
