@@ -138,7 +138,7 @@ func serveChecks(w http.ResponseWriter, r *http.Request, what string, checks []h
 	for _, c := range checks {
 		if err := c.check(r); err != nil {
 			failed = true
-			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.name)
+			fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err) // the reason, as etcd gives it, verbose or not
 			continue
 		}
 		fmt.Fprintf(&b, "[+]%s ok\n", c.name)

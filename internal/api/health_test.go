@@ -46,7 +46,7 @@ func TestHealthEndpoints(t *testing.T) {
 	}{
 		{"/health", 503, `{"health":"false","reason":"RAFT NO LEADER"}` + "\n"},
 		{"/livez", 200, "ok\n"},
-		{"/readyz", 503, "[+]data_corruption ok\n[+]serializable_read ok\n[-]linearizable_read failed: reason withheld\n[+]non_learner ok\nreadyz check failed\n"},
+		{"/readyz", 503, "[+]data_corruption ok\n[+]serializable_read ok\n[-]linearizable_read failed: etcdserver: no leader\n[+]non_learner ok\nreadyz check failed\n"},
 		{"/readyz?exclude=linearizable_read", 200, "ok\n"},
 	} {
 		if _, code, body := get(t, hc, m.curl+c.path); code != c.code || body != c.body {
