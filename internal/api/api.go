@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -116,11 +117,12 @@ func (a *API) Serve(clientURLs []string) error {
 	// With --listen-client-http-urls, those take the HTTP services and the
 	// client URLs serve gRPC alone.
 	httpURLs := a.s.Config().ListenClientHTTPURLs
-	for _, u := range append(append([]string(nil), clientURLs...), httpURLs...) {
-		ln, secure, err := a.listen("client", u)
-		if err != nil {
-			return err
-		}
+	listeners, err := a.listenClientURLs(append(append([]string(nil), clientURLs...), httpURLs...))
+	if err != nil {
+		return err
+	}
+	for _, l := range listeners {
+		u, ln, secure := l.url, l.ln, l.secure
 		grpcOnly := len(httpURLs) > 0 && !slices.Contains(httpURLs, u)
 		switch {
 		case secure && grpcOnly:
@@ -144,6 +146,47 @@ func (a *API) Serve(clientURLs []string) error {
 	}
 	return a.serveMetricsURLs()
 }
+
+// clientListener is the listener of one client URL.
+type clientListener struct {
+	url    string
+	ln     net.Listener
+	secure bool
+}
+
+// listenClientURLs opens the listeners of the client URLs. An http and an
+// https URL of the same host and port share one port, as etcd's do: a
+// connection that opens with a TLS record goes to the https one.
+func (a *API) listenClientURLs(urls []string) ([]clientListener, error) {
+	plainAt := map[string]string{} // host:port -> its http URL, when it also has an https one
+	for _, u := range urls {
+		if p, err := url.Parse(u); err == nil && p.Scheme == "https" && slices.Contains(urls, "http://"+p.Host) {
+			plainAt[p.Host] = "http://" + p.Host
+		}
+	}
+	var out []clientListener
+	for _, u := range urls {
+		p, _ := url.Parse(u)
+		if p != nil && plainAt[p.Host] == u {
+			continue // listened on with its https URL
+		}
+		ln, secure, err := a.listen("client", u)
+		if err != nil {
+			return nil, err
+		}
+		if plain, ok := plainAt[p.Host]; ok && secure {
+			tlsL, plainL := splitConns(ln, 1, func(head []byte) bool { return head[0] == tlsHandshakeRecord })
+			out = append(out, clientListener{u, tlsL, true}, clientListener{plain, plainL, false})
+			continue
+		}
+		out = append(out, clientListener{u, ln, secure})
+	}
+	return out, nil
+}
+
+// tlsHandshakeRecord is the first byte of every TLS connection (a
+// handshake record: the ClientHello).
+const tlsHandshakeRecord = 0x16
 
 // listen opens the listener of a client or metrics URL (what) and keeps
 // it to close at Stop; an https URL needs the member's TLS configuration.
@@ -218,6 +261,12 @@ var http2Preface = []byte("PRI * HTTP/2.0")
 // splitListener hands connections that start with the HTTP/2 preface to one
 // listener and the others to a second one.
 func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
+	return splitConns(ln, len(http2Preface), func(head []byte) bool { return bytes.Equal(head, http2Preface) })
+}
+
+// splitConns sends the connections of ln whose first n bytes match to
+// one listener, the others to the other.
+func splitConns(ln net.Listener, n int, match func(head []byte) bool) (matched, rest net.Listener) {
 	g, h := newChanListener(ln.Addr()), newChanListener(ln.Addr())
 	go func() {
 		defer g.close()
@@ -230,7 +279,7 @@ func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
 			go func() {
 				br := bufio.NewReader(c)
 				c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				head, err := br.Peek(len(http2Preface))
+				head, err := br.Peek(n)
 				c.SetReadDeadline(time.Time{})
 				if err != nil && len(head) == 0 {
 					c.Close()
@@ -238,7 +287,7 @@ func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
 				}
 				pc := &peekedConn{Conn: c, r: br}
 				target := h
-				if bytes.Equal(head, http2Preface) {
+				if len(head) == n && match(head) {
 					target = g
 				}
 				select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
+	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
 )
 
@@ -158,5 +160,43 @@ func TestCommonNameNeedsClientCertAuth(t *testing.T) {
 	root := m.tlsClient(certConfig(t, certs, "root"), "", "")
 	if _, err := root.Get(ctx, "secret"); !errors.Is(err, rpctypes.ErrUserEmpty) {
 		t.Errorf("get with a root certificate: error %v, want %v", err, rpctypes.ErrUserEmpty)
+	}
+}
+
+// TestHTTPAndHTTPSOnOnePort: an http and an https client URL of the same
+// host and port share it, as etcd's do (etcd's TestConnectionMultiplexing):
+// gRPC and HTTP, each with and without TLS.
+func TestHTTPAndHTTPSOnOnePort(t *testing.T) {
+	certs := tlstest.NewCertificates(t)
+	addr := testnet.FreeAddr(t)
+	cfg := server.Config{Name: "m1", DataDir: t.TempDir(), BcryptCost: testBcryptCost,
+		ListenClientURLs: []string{"http://" + addr, "https://" + addr}, ListenPeerURLs: []string{testnet.FreeURL(t)},
+		ClientTLS: servertls.Files{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile}}
+	s, err := server.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	a := New(s, nil)
+	if err := a.Serve(cfg.ListenClientURLs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for i, tlsConfig := range []*tls.Config{nil, certs.ClientConfig(t)} {
+		scheme := map[bool]string{false: "http://", true: "https://"}[tlsConfig != nil]
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{scheme + addr}, DialTimeout: 5 * time.Second, TLS: tlsConfig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		if _, err := cli.Put(ctx, "k", fmt.Sprint(i)); err != nil {
+			t.Fatalf("gRPC put over %s: %v", scheme, err)
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+		if _, status, body := get(t, hc, scheme+addr+"/health"); status != http.StatusOK || !strings.Contains(body, `"health":"true"`) {
+			t.Errorf("GET %s/health: %d %s", scheme+addr, status, body)
+		}
 	}
 }
