@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -257,7 +260,12 @@ func TestCompactionResumes(t *testing.T) {
 	}
 	w.End()
 	s.Close()
-	s = openStoreAt(t, path)
+	var log bytes.Buffer
+	s, err = Open(Config{Backend: BackendConfig{Path: path}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	if s.CompactRev() != 20 {
 		t.Fatalf("compact revision after reopen: %d", s.CompactRev())
 	}
@@ -270,6 +278,9 @@ func TestCompactionResumes(t *testing.T) {
 	rt.Close()
 	if finished != 20 {
 		t.Errorf("finishedCompactRev %d after the resumed compaction, want 20", finished)
+	}
+	if !strings.Contains(log.String(), `msg="finished scheduled compaction" compact-revision=20`) {
+		t.Errorf("no etcd line for the finished compaction in the log:\n%s", log.String())
 	}
 }
 
