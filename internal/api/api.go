@@ -91,7 +91,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	a.http = &http.Server{
 		Handler:           a.filterHTTP(a.httpHandler()),
 		ReadHeaderTimeout: 5 * time.Second,
-		TLSConfig:         s.ClientTLS(),
+		TLSConfig:         offeringH2(s.ClientTLS()),
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(min(cfg.MaxConcurrentStreams, 1<<31-1))},
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
 	}
@@ -145,6 +145,20 @@ func (a *API) Serve(clientURLs []string) error {
 		}
 	}
 	return a.serveMetricsURLs()
+}
+
+// offeringH2 is cfg with HTTP/2 among its application protocols. The one
+// http.Server serves both the https URLs (ServeTLS) and the http ones
+// (Serve); whichever starts first sets up its HTTP/2 for both, and Serve
+// sets up none for a TLS configuration that does not offer h2: gRPC over
+// TLS would then fail on the ALPN.
+func offeringH2(cfg *tls.Config) *tls.Config {
+	if cfg == nil || slices.Contains(cfg.NextProtos, "h2") {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.NextProtos = append([]string{"h2"}, cfg.NextProtos...)
+	return cfg
 }
 
 // clientListener is the listener of one client URL.
