@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
@@ -51,10 +52,10 @@ func defragDataDir(cmd *cobra.Command, dataDir string) error {
 	}
 	start := time.Now()
 	before := fileSize(path)
-	prog := newProgress(cmd, "defrag", before, false)
-	prog.update(0)
+	prog := progress.ForCommand(cmd, "defrag", before, false)
+	prog.Update(0)
 	err = defragFile(path)
-	prog.finish()
+	prog.Finish()
 	if err != nil {
 		return fmt.Errorf("failed to defragment etcd data[%s]: %w", dataDir, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -42,9 +43,9 @@ and offset.`,
 			if err != nil {
 				return err
 			}
-			prog := newProgress(cmd, "wal verify", 0, false)
-			scan, err := scanWAL(dir, prog.updateOf)
-			prog.finish()
+			prog := progress.ForCommand(cmd, "wal verify", 0, false)
+			scan, err := scanWAL(dir, prog.UpdateOf)
+			prog.Finish()
 			if err != nil {
 				return err
 			}
