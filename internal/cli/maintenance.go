@@ -122,7 +122,7 @@ func newDefragCommand(g *globalOptions) *cobra.Command {
   cairn defrag --cluster`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				eps, err := targetEndpoints(cmd, g, c, cluster)
+				eps, _, err := targetEndpoints(cmd, g, c, cluster)
 				if err != nil {
 					return err
 				}
