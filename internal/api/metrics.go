@@ -154,17 +154,25 @@ func newMetrics(a *API) *prometheus.Registry {
 	return reg
 }
 
+// InactivePeersMetric is cairn's family, beside etcd's, of the peers with
+// no open message stream and since when; `endpoint status --cluster`
+// reads it by this name.
+const InactivePeersMetric = "cairn_network_peer_inactive_since_timestamp_seconds"
+
 var (
 	knownPeers  = prometheus.NewDesc("etcd_network_known_peers", "The current number of known peers.", []string{"Local", "Remote"}, nil)
 	activePeers = prometheus.NewDesc("etcd_network_active_peers", "The current number of active peer connections.", []string{"Local", "Remote"}, nil)
-	peerSent    = prometheus.NewDesc("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", []string{"To"}, nil)
-	peerRecv    = prometheus.NewDesc("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", []string{"From"}, nil)
-	sendFailed  = prometheus.NewDesc("etcd_network_peer_sent_failures_total", "The total number of send failures from peers.", []string{"To"}, nil)
-	lostPeers   = prometheus.NewDesc("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", []string{"Local", "Remote"}, nil)
-	snapSent    = prometheus.NewDesc("etcd_network_snapshot_send_success", "Total number of successful snapshot sends", []string{"To"}, nil)
-	snapSending = prometheus.NewDesc("etcd_network_snapshot_send_inflights_total", "Total number of inflight snapshot sends", []string{"To"}, nil)
-	snapRecv    = prometheus.NewDesc("etcd_network_snapshot_receive_success", "Total number of successful snapshot receives", []string{"From"}, nil)
-	snapRecving = prometheus.NewDesc("etcd_network_snapshot_receive_inflights_total", "Total number of inflight snapshot receives", []string{"From"}, nil)
+	// cairn's own: what `endpoint status --cluster` says of a member that
+	// does not answer.
+	inactivePeers = prometheus.NewDesc(InactivePeersMetric, "Since when (Unix time) no message stream from the peer has been open: when the last one broke, or when the peer became known.", []string{"Local", "Remote"}, nil)
+	peerSent      = prometheus.NewDesc("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", []string{"To"}, nil)
+	peerRecv      = prometheus.NewDesc("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", []string{"From"}, nil)
+	sendFailed    = prometheus.NewDesc("etcd_network_peer_sent_failures_total", "The total number of send failures from peers.", []string{"To"}, nil)
+	lostPeers     = prometheus.NewDesc("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", []string{"Local", "Remote"}, nil)
+	snapSent      = prometheus.NewDesc("etcd_network_snapshot_send_success", "Total number of successful snapshot sends", []string{"To"}, nil)
+	snapSending   = prometheus.NewDesc("etcd_network_snapshot_send_inflights_total", "Total number of inflight snapshot sends", []string{"To"}, nil)
+	snapRecv      = prometheus.NewDesc("etcd_network_snapshot_receive_success", "Total number of successful snapshot receives", []string{"From"}, nil)
+	snapRecving   = prometheus.NewDesc("etcd_network_snapshot_receive_inflights_total", "Total number of inflight snapshot receives", []string{"From"}, nil)
 )
 
 // collectPeers reports the members this one knows (itself included, as
@@ -182,6 +190,9 @@ func (a *API) collectPeers(ch chan<- prometheus.Metric) {
 				active = 1
 			}
 			ch <- prometheus.MustNewConstMetric(activePeers, prometheus.GaugeValue, active, local, formatID(m.ID))
+			if since := s.Transport().InactiveSince(m.ID); !since.IsZero() {
+				ch <- prometheus.MustNewConstMetric(inactivePeers, prometheus.GaugeValue, float64(since.UnixMilli())/1000, local, formatID(m.ID))
+			}
 		}
 	}
 	peers, _ := s.Transport().Counts()

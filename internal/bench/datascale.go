@@ -1,15 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/bench/loadgen"
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/metrics"
 	"github.com/cairnkv/cairn/internal/client"
 )
 
@@ -94,11 +92,11 @@ func runCheckDatascale(cmd *cobra.Command, g Globals, o *checkOptions, load chec
 		return err
 	}
 	w := cmd.OutOrStdout()
-	metrics, err := newMetricsReader(g, endpoint)
+	reader, err := newMetricsReader(g, endpoint)
 	if err != nil {
 		return err
 	}
-	before, err := metrics.residentMemory(ctx)
+	before, err := residentMemory(ctx, reader)
 	if err != nil {
 		fmt.Fprintf(w, "FAIL: Could not read %s before the put operations.\n", residentMemoryMetric)
 		return cmderr.ErrSilent
@@ -137,7 +135,7 @@ func runCheckDatascale(cmd *cobra.Command, g Globals, o *checkOptions, load chec
 		_ = checkCleanup(cmd, g, c, &checkOptions{prefix: o.prefix}, nil)
 		return cmderr.WithCode(cmderr.ExitInterrupted, errors.New("check datascale interrupted"))
 	}
-	after, err := metrics.residentMemory(ctx)
+	after, err := residentMemory(ctx, reader)
 	if err != nil {
 		fmt.Fprintf(w, "FAIL: Could not read %s after the put operations.\n", residentMemoryMetric)
 		_ = checkCleanup(cmd, g, c, &checkOptions{prefix: o.prefix}, nil)
@@ -153,59 +151,24 @@ func runCheckDatascale(cmd *cobra.Command, g Globals, o *checkOptions, load chec
 	return nil
 }
 
-// metricsReader reads the Prometheus metrics of one member.
-type metricsReader struct {
-	url  string
-	http *http.Client
-}
-
 // newMetricsReader reads the metrics on the client URL of endpoint, over
 // TLS when the endpoint or the global flags ask for it.
-func newMetricsReader(g Globals, endpoint string) (*metricsReader, error) {
+func newMetricsReader(g Globals, endpoint string) (*metrics.Reader, error) {
 	tlsCfg, err := g.TLSConfig()
 	if err != nil {
 		return nil, cmderr.BadArgs("%v", err)
 	}
-	base := endpoint
-	if !strings.Contains(base, "://") {
-		scheme := "http://"
-		if tlsCfg != nil {
-			scheme = "https://"
-		}
-		base = scheme + base
-	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsCfg
-	return &metricsReader{
-		url:  strings.TrimSuffix(base, "/") + "/metrics",
-		http: &http.Client{Transport: transport, Timeout: g.CommandTimeout() + g.DialTimeout()},
-	}, nil
+	return metrics.NewReader(endpoint, tlsCfg, g.CommandTimeout()+g.DialTimeout()), nil
 }
 
 // residentMemory returns the member's resident memory in bytes.
-func (m *metricsReader) residentMemory(ctx context.Context) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+func residentMemory(ctx context.Context, m *metrics.Reader) (float64, error) {
+	samples, err := m.Samples(ctx, residentMemoryMetric)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := m.http.Do(req)
-	if err != nil {
-		return 0, err
+	if len(samples) == 0 {
+		return 0, fmt.Errorf("no %s", residentMemoryMetric)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", m.url, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if ok && name == residentMemoryMetric {
-			return strconv.ParseFloat(strings.TrimSpace(value), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s: no %s", m.url, residentMemoryMetric)
+	return samples[0].Value, nil
 }

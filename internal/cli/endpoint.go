@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/metrics"
 	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -32,25 +34,29 @@ func addEndpointCommands(root *cobra.Command, g *globalOptions) {
 
 // targetEndpoints returns the endpoints a per-member command addresses:
 // those of the global flags, or with --cluster the client URLs of every
-// member, which then become the client's endpoints.
-func targetEndpoints(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster bool) ([]string, error) {
+// member, which then become the client's endpoints, and the member of each.
+func targetEndpoints(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster bool) ([]string, map[string]*pb.Member, error) {
 	if !cluster {
-		return c.Endpoints(), nil
+		return c.Endpoints(), nil, nil
 	}
 	ctx, cancel := g.commandContext(cmd)
 	defer cancel()
 	resp, err := c.Cluster.MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
 	if err != nil {
-		return nil, fmt.Errorf("failed to fetch endpoints from etcd cluster member list: %w", err)
+		return nil, nil, fmt.Errorf("failed to fetch endpoints from etcd cluster member list: %w", err)
 	}
 	var eps []string
+	members := map[string]*pb.Member{}
 	for _, m := range resp.GetMembers() {
 		eps = append(eps, m.GetClientURLs()...)
+		for _, u := range m.GetClientURLs() {
+			members[u] = m
+		}
 	}
 	if err := c.SetEndpoints(eps...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return eps, nil
+	return eps, members, nil
 }
 
 // forEachEndpoint runs f on every endpoint concurrently, each with its own
@@ -86,7 +92,7 @@ func newEndpointHealthCommand(g *globalOptions, cluster *bool) *cobra.Command {
   cairn endpoint health --cluster -w table`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				eps, err := targetEndpoints(cmd, g, c, *cluster)
+				eps, _, err := targetEndpoints(cmd, g, c, *cluster)
 				if err != nil {
 					return err
 				}
@@ -145,7 +151,11 @@ func newEndpointStatusCommand(g *globalOptions, cluster *bool) *cobra.Command {
 		Use:   "status",
 		Short: "Prints out the status of endpoints specified in `--endpoints` flag",
 		Long: `When --write-out is set to simple, this command prints out comma-separated status lists for each endpoint.
-The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.`,
+The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.
+
+With --cluster, when some members do not answer, cairn says on stderr which ones (name, ID,
+endpoint) and, when a member that answered is cairn's, since when it has had no message stream
+from each (from that member's /metrics).`,
 		Example: "  cairn endpoint status --cluster -w table",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// As etcdctl, status fails without a message of its own.
@@ -190,25 +200,27 @@ func askHashKV(rev int64) func(ctx context.Context, ep string, conn grpc.ClientC
 // endpoint at once and prints the answers with result. As etcdctl, an
 // endpoint whose ask fails is reported on stderr ("Failed to get the <what>
 // of endpoint ...") and left out; the command then fails with
-// failure(the last error).
+// failure(the last error). With --cluster, cairn then says on stderr which
+// members did not answer (silentMembers).
 func printEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, cluster bool, what string,
 	ask func(ctx context.Context, ep string, conn grpc.ClientConnInterface) (*T, error),
 	result func(answers []*T) any, failure func(last error) error) error {
 	return g.withClient(cmd, func(c *client.Client) error {
-		eps, err := targetEndpoints(cmd, g, c, cluster)
+		eps, members, err := targetEndpoints(cmd, g, c, cluster)
 		if err != nil {
 			return err
 		}
 		var (
-			mu   sync.Mutex
-			last error
+			mu     sync.Mutex
+			last   error
+			failed = map[string]bool{}
 		)
 		answers, err := forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) *T {
 			answer, err := ask(ctx, ep, conn)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Failed to get the %s of endpoint %s (%v)\n", what, ep, err)
 				mu.Lock()
-				last = err
+				last, failed[ep] = err, true
 				mu.Unlock()
 				return nil
 			}
@@ -219,6 +231,9 @@ func printEachEndpoint[T any](cmd *cobra.Command, g *globalOptions, cluster bool
 		}
 		if err := g.printer(cmd).Print(result(withoutNil(answers))); err != nil {
 			return err
+		}
+		if cluster && len(failed) > 0 {
+			fmt.Fprint(cmd.ErrOrStderr(), silentMembersText(silentMembers(cmd, g, eps, failed, members), len(eps), time.Now()))
 		}
 		if last != nil {
 			return failure(last)
@@ -236,4 +251,80 @@ func withoutNil[T any](s []*T) []*T {
 		}
 	}
 	return out
+}
+
+// silentMember is a member whose endpoint did not answer, and what a member
+// that answered knows of it.
+type silentMember struct {
+	member   *pb.Member
+	endpoint string
+	// since is when the member seenBy last had a message stream from it
+	// open (or came to know it); zero if no member that answered says.
+	since  time.Time
+	seenBy *pb.Member
+}
+
+// silentMembers returns the members of the endpoints that failed, in the
+// order of eps, with since when the first member that answered and exposes
+// it (cairn's InactivePeersMetric; etcd's members do not) has not heard
+// from each.
+func silentMembers(cmd *cobra.Command, g *globalOptions, eps []string, failed map[string]bool, members map[string]*pb.Member) []silentMember {
+	var silent []silentMember
+	var answered []string
+	for _, ep := range eps {
+		if failed[ep] {
+			silent = append(silent, silentMember{member: members[ep], endpoint: ep})
+		} else {
+			answered = append(answered, ep)
+		}
+	}
+	tlsCfg, err := g.tlsConfig()
+	if err != nil {
+		return silent
+	}
+	for _, ep := range answered {
+		ctx, cancel := g.commandContext(cmd)
+		samples, err := metrics.NewReader(ep, tlsCfg, g.commandTimeout()).Samples(ctx, inactivePeersMetric)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, smp := range samples {
+			for i := range silent {
+				if silent[i].since.IsZero() && smp.Labels["Remote"] == fmt.Sprintf("%x", silent[i].member.GetID()) {
+					silent[i].since, silent[i].seenBy = time.UnixMilli(int64(smp.Value*1000)), members[ep]
+				}
+			}
+		}
+		return silent
+	}
+	return silent
+}
+
+// inactivePeersMetric is internal/api.InactivePeersMetric, cairn's family of
+// the peers a member has no message stream from.
+const inactivePeersMetric = "cairn_network_peer_inactive_since_timestamp_seconds"
+
+// silentMembersText is the report of the members that did not answer, of
+// total endpoints asked, as of now:
+//
+//	Did not answer (1 of 3 endpoints):
+//	  m3 (53336cbea8eba0e6) at http://127.0.0.1:24793: m1 (a65c3e411b0a4150) has had no message stream from it since 2026-12-02T02:05:42Z (2m3s ago)
+func silentMembersText(silent []silentMember, total int, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Did not answer (%d of %d endpoints):\n", len(silent), total)
+	for _, s := range silent {
+		fmt.Fprintf(&b, "  %s at %s", memberText(s.member), s.endpoint)
+		if !s.since.IsZero() {
+			fmt.Fprintf(&b, ": %s has had no message stream from it since %s (%s ago)",
+				memberText(s.seenBy), s.since.UTC().Format(time.RFC3339), now.Sub(s.since).Round(time.Second))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// memberText is "name (id)".
+func memberText(m *pb.Member) string {
+	return fmt.Sprintf("%s (%x)", m.GetName(), m.GetID())
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/internal/cli/term"
 	"github.com/cairnkv/cairn/internal/client"
 )
@@ -121,7 +122,7 @@ func newDefragCommand(g *globalOptions) *cobra.Command {
   cairn defrag --cluster`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(c *client.Client) error {
-				eps, err := targetEndpoints(cmd, g, c, cluster)
+				eps, _, err := targetEndpoints(cmd, g, c, cluster)
 				if err != nil {
 					return err
 				}
@@ -181,13 +182,20 @@ func newSnapshotSaveCommand(g *globalOptions) *cobra.Command {
 			return g.withClient(cmd, func(c *client.Client) error {
 				// The transfer of a large database may take long: the dial
 				// timeout bounds connecting, nothing bounds the download.
-				version, err := saveSnapshot(cmd.Context(), c, args[0], cmd.ErrOrStderr())
+				// The progress and the summary are for a terminal: on a
+				// pipe, stderr stays as etcdctl's.
+				prog := progress.ForCommand(cmd, "snapshot save", 0, false)
+				saved, err := saveSnapshot(cmd.Context(), c, args[0], prog)
+				prog.Finish()
 				if err != nil {
 					return cmderr.WithCode(cmderr.ExitInterrupted, err)
 				}
+				if term.IsTerminal(cmd.ErrOrStderr()) {
+					fmt.Fprintln(cmd.ErrOrStderr(), saved)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Snapshot saved at %s\n", args[0])
-				if version != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "Server version %s\n", version)
+				if saved.version != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "Server version %s\n", saved.version)
 				}
 				return nil
 			})
@@ -195,60 +203,80 @@ func newSnapshotSaveCommand(g *globalOptions) *cobra.Command {
 	}
 }
 
+// savedSnapshot is what snapshot save received.
+type savedSnapshot struct {
+	version string        // the member's storage version
+	size    int64         // bytes of the file, the sha256 trailer included
+	took    time.Duration // from the request to the file in place
+	sha256  []byte        // of the file, as sha256sum shows it
+}
+
+// String is the summary line: "Snapshot of 22 MB (21999648 bytes) saved in
+// 1.2s (18 MB/s), sha256 9f86d0...".
+func (s savedSnapshot) String() string {
+	return fmt.Sprintf("Snapshot of %s (%d bytes) saved in %s (%s), sha256 %x",
+		printer.HumanBytes(s.size), s.size, s.took.Round(time.Millisecond), progress.Rate(s.size, s.took), s.sha256)
+}
+
 // saveSnapshot streams the member's database into path: first into
 // path.part, checked against the sha256 the server appends, synced, then
-// renamed into place. It reports progress on progress and returns the
-// storage version of the member.
-func saveSnapshot(ctx context.Context, c *client.Client, path string, progress io.Writer) (string, error) {
+// renamed into place. It reports the bytes received on prog, of the total
+// that the stream announces (each message says how many bytes remain).
+func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *progress.Bytes) (savedSnapshot, error) {
+	start := time.Now()
+	var saved savedSnapshot
 	part := path + ".part"
 	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("could not open %s (%v)", part, err)
+		return saved, fmt.Errorf("could not open %s (%v)", part, err)
 	}
 	defer os.Remove(part) // no-op after the rename
 	defer f.Close()
 
 	stream, err := c.Maintenance.Snapshot(ctx, &pb.SnapshotRequest{})
 	if err != nil {
-		return "", err
+		return saved, err
 	}
 	check := &trailerHasher{hash: sha256.New()}
-	var size int64
-	var version string
-	report := newProgressReporter(progress)
+	whole := sha256.New()
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return "", err
+			return saved, err
 		}
 		if v := resp.GetVersion(); v != "" {
-			version = v
+			saved.version = v
 		}
 		blob := resp.GetBlob()
 		if _, err := f.Write(blob); err != nil {
-			return "", err
+			return saved, err
 		}
 		check.Write(blob)
-		size += int64(len(blob))
-		report(size)
+		whole.Write(blob)
+		saved.size += int64(len(blob))
+		total := saved.size
+		if r := resp.GetRemainingBytes(); r > 0 {
+			total += int64(r) + sha256.Size
+		}
+		prog.UpdateOf(saved.size, total)
 	}
 	if !check.valid() {
-		return "", errors.New("snapshot is corrupt: its sha256 does not match its content")
+		return saved, errors.New("snapshot is corrupt: its sha256 does not match its content")
 	}
 	if err := f.Sync(); err != nil {
-		return "", err
+		return saved, err
 	}
 	if err := f.Close(); err != nil {
-		return "", err
+		return saved, err
 	}
 	if err := os.Rename(part, path); err != nil {
-		return "", err
+		return saved, err
 	}
-	report(-1)
-	return version, nil
+	saved.took, saved.sha256 = time.Since(start), whole.Sum(nil)
+	return saved, nil
 }
 
 // trailerHasher hashes a stream except its last sha256.Size bytes, the
@@ -270,30 +298,6 @@ func (t *trailerHasher) Write(b []byte) (int, error) {
 // valid says whether the trailer is the sha256 of what precedes it.
 func (t *trailerHasher) valid() bool {
 	return len(t.tail) == sha256.Size && bytes.Equal(t.hash.Sum(nil), t.tail)
-}
-
-// newProgressReporter returns a function that shows how many bytes have
-// arrived, at most twice a second, and ends the line when given -1. It
-// shows nothing unless w is a terminal.
-func newProgressReporter(w io.Writer) func(size int64) {
-	if !term.IsTerminal(w) {
-		return func(int64) {}
-	}
-	var last time.Time
-	var shown bool
-	return func(size int64) {
-		if size < 0 {
-			if shown {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		if time.Since(last) < 500*time.Millisecond {
-			return
-		}
-		last, shown = time.Now(), true
-		fmt.Fprintf(w, "\rreceived %s", printer.HumanBytes(size))
-	}
 }
 
 func newMoveLeaderCommand(g *globalOptions) *cobra.Command {

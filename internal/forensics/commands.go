@@ -109,3 +109,12 @@ func outputFormat(cmd *cobra.Command, def string, allowed ...string) (string, er
 	}
 	return "", cmderr.WithCode(cmderr.ExitBadFeature, fmt.Errorf("%s not supported as output format by %s (use one of %v)", format, cmd.CommandPath(), allowed))
 }
+
+// fileSize returns the size of the file at path, or 0.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

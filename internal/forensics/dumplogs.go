@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -81,9 +82,9 @@ its stdin and answers with a line "STATUS|DECODED" on its stdout.`,
 // dumpLogs reads the WAL twice, in constant memory: once to learn the
 // commit index and where the raft log was truncated, once to print.
 func dumpLogs(cmd *cobra.Command, dir string, filter *recordFilter, opts dumpLogsOptions, out walRecordPrinter) error {
-	prog := newProgress(cmd, "dump-logs: scanning", 0, true)
-	scan, err := scanWAL(dir, prog.updateOf)
-	prog.finish()
+	prog := progress.ForCommand(cmd, "dump-logs: scanning", 0, true)
+	scan, err := scanWAL(dir, prog.UpdateOf)
+	prog.Finish()
 	if err != nil {
 		return err
 	}
@@ -93,9 +94,9 @@ func dumpLogs(cmd *cobra.Command, dir string, filter *recordFilter, opts dumpLog
 			return err
 		}
 	}
-	prog = newProgress(cmd, "dump-logs: printing", scan.bytes, true)
+	prog = progress.ForCommand(cmd, "dump-logs: printing", scan.bytes, true)
 	shown, err := printWAL(dir, scan, filter, opts.raw, dec, out, prog)
-	prog.finish()
+	prog.Finish()
 	if cerr := dec.close(); err == nil {
 		err = cerr
 	}
@@ -113,7 +114,7 @@ func dumpLogs(cmd *cobra.Command, dir string, filter *recordFilter, opts dumpLog
 
 // printWAL is the second pass: it prints the records the filter selects and
 // returns the number of entries printed.
-func printWAL(dir string, scan *walScan, filter *recordFilter, raw bool, dec *streamDecoder, out walRecordPrinter, prog *progress) (int, error) {
+func printWAL(dir string, scan *walScan, filter *recordFilter, raw bool, dec *streamDecoder, out walRecordPrinter, prog *progress.Bytes) (int, error) {
 	d, err := walfmt.OpenDecoder(dir, walfmt.DecoderOptions{VerifyTail: true})
 	if err != nil {
 		return 0, fmt.Errorf("wal %s: %w", dir, err)
@@ -139,7 +140,7 @@ func printWAL(dir string, scan *walScan, filter *recordFilter, raw bool, dec *st
 			continue
 		}
 		ordinal++
-		prog.update(pos.at(it.Segment, it.Offset+it.FrameSize))
+		prog.Update(pos.at(it.Segment, it.Offset+it.FrameSize))
 		if it.Entry == nil {
 			if filter.wantsRecord(it.Type) {
 				if err := out.record(it, nil); err != nil {

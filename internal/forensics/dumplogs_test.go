@@ -71,8 +71,8 @@ func TestDumpLogsFixture(t *testing.T) {
 	for _, want := range []string{
 		`80  entry          1          1  committed   conf    ConfChangeAddNode node=1f4d227d440d78c2 context={"id":2255496909790476482,`,
 		`   848  entry          2          9  committed   normal  id=78c2a22816870708 txn:{compare:{target:VALUE key:"foo" value:"baz"} success:{request_put:{key:"foo" value:"qux"}} success:{request_put:{key:"txnkey" value:"created-in-txn"}} failure:{request_put:{key:"foo" value:"failed"}}}`,
-		`lease_grant:{TTL:600 ID:8701695723093559083}`,
-		`put:{key:"leased-key" value:"v" lease:8701695723093559083}`,
+		`lease_grant:{TTL:600 ID:78c2a2281687072b}`,
+		`put:{key:"leased-key" value:"v" lease:78c2a2281687072b}`,
 		`compaction:{revision:10}`,
 		`auth_user_add:{name:"root" options:{} hashedPassword:<redacted>}`,
 		`authenticate:{name:"root" simple_token:<redacted>}`,
@@ -252,6 +252,28 @@ func TestFastTextMatchesGeneric(t *testing.T) {
 		generic := compactTextExcept(r.ProtoReflect(), "header", "ID")
 		if got := requestBodyText(r); got != generic {
 			t.Errorf("fast %s\ngeneric %s", got, generic)
+		}
+	}
+}
+
+// TestLeaseIDsInHex: dump-logs prints lease IDs as etcdctl and dump-db
+// history do, in hexadecimal, in every request that carries one.
+func TestLeaseIDsInHex(t *testing.T) {
+	const id = 0x694d77aa9e6d7c0b
+	for _, c := range []struct {
+		r    *pb.InternalRaftRequest
+		want string
+	}{
+		{&pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{TTL: 60, ID: id}}, "lease_grant:{TTL:60 ID:694d77aa9e6d7c0b}"},
+		{&pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: 0x1f}}, "lease_revoke:{ID:000000000000001f}"},
+		{&pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{Checkpoints: []*pb.LeaseCheckpoint{{ID: id, Remaining_TTL: 30}}}},
+			"lease_checkpoint:{checkpoints:{ID:694d77aa9e6d7c0b remaining_TTL:30}}"},
+		{&pb.InternalRaftRequest{Put: &pb.PutRequest{Key: []byte("k"), Lease: id}}, `put:{key:"k" lease:694d77aa9e6d7c0b}`},
+		{&pb.InternalRaftRequest{Txn: &pb.TxnRequest{Compare: []*pb.Compare{{Target: pb.Compare_LEASE, Key: []byte("k"), TargetUnion: &pb.Compare_Lease{Lease: id}}}}},
+			`txn:{compare:{target:LEASE key:"k" lease:694d77aa9e6d7c0b}}`},
+	} {
+		if got := requestBodyText(c.r); got != c.want {
+			t.Errorf("got %s, want %s", got, c.want)
 		}
 	}
 }

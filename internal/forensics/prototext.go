@@ -21,7 +21,19 @@ var redactedFields = map[protoreflect.Name]bool{
 	"simple_token":   true,
 }
 
-// compactText renders m, fields in declaration order, unset fields left out.
+// leaseIDFields are the fields, reachable from an InternalRaftRequest, that
+// hold a lease ID: rendered in hexadecimal, 16 digits, as etcdctl and the
+// rest of cairn print lease IDs.
+var leaseIDFields = map[protoreflect.FullName]bool{
+	"etcdserverpb.PutRequest.lease":      true,
+	"etcdserverpb.Compare.lease":         true,
+	"etcdserverpb.LeaseGrantRequest.ID":  true,
+	"etcdserverpb.LeaseRevokeRequest.ID": true,
+	"etcdserverpb.LeaseCheckpoint.ID":    true,
+}
+
+// compactText renders m, fields in declaration order, unset fields left
+// out, lease IDs in hexadecimal.
 func compactText(m protoreflect.Message) string {
 	var sb strings.Builder
 	appendMessageText(&sb, m)
@@ -124,6 +136,13 @@ func appendScalarText(sb *strings.Builder, fd protoreflect.FieldDescriptor, v pr
 		appendTextProtoString(sb, v.String())
 	case protoreflect.BytesKind:
 		appendTextProtoString(sb, v.Bytes())
+	case protoreflect.Int64Kind:
+		if leaseIDFields[fd.FullName()] {
+			var buf [16]byte
+			sb.Write(appendLeaseID(buf[:0], v.Int()))
+			return
+		}
+		sb.WriteString(v.String())
 	default:
 		sb.WriteString(v.String())
 	}
@@ -191,6 +210,9 @@ func plainText[T string | []byte](b T) bool {
 	}
 	return true
 }
+
+// appendLeaseID appends a lease ID in hexadecimal, 16 digits.
+func appendLeaseID(out []byte, id int64) []byte { return appendHexPadded(out, uint64(id), 16) }
 
 // appendHexPadded appends v in hexadecimal, zero-padded to width digits.
 func appendHexPadded(out []byte, v uint64, width int) []byte {

@@ -71,6 +71,13 @@ func (w *fieldWriter) int(n string, v int64, always bool) {
 	}
 }
 
+func (w *fieldWriter) leaseID(n string, v int64, always bool) {
+	if v != 0 || always {
+		w.name(n)
+		w.dst = appendLeaseID(w.dst, v)
+	}
+}
+
 func (w *fieldWriter) bool(n string, v bool) {
 	if v {
 		w.name(n)
@@ -82,7 +89,7 @@ func appendPutText(dst []byte, p *pb.PutRequest) []byte {
 	w := fieldWriter{dst: dst, first: true}
 	w.bytes("key", p.Key, false)
 	w.bytes("value", p.Value, false)
-	w.int("lease", p.Lease, false)
+	w.leaseID("lease", p.Lease, false)
 	w.bool("prev_kv", p.PrevKv)
 	w.bool("ignore_value", p.IgnoreValue)
 	w.bool("ignore_lease", p.IgnoreLease)
@@ -142,7 +149,7 @@ func appendCompareText(dst []byte, c *pb.Compare) []byte {
 	case *pb.Compare_Value:
 		w.bytes("value", u.Value, true)
 	case *pb.Compare_Lease:
-		w.int("lease", u.Lease, true)
+		w.leaseID("lease", u.Lease, true)
 	}
 	w.bytes("range_end", c.RangeEnd, false)
 	return w.dst

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
@@ -21,7 +22,7 @@ import (
 // copySnapshotDB copies the bbolt file of the snapshot file src to dst
 // (which must not exist), without its sha256 trailer, checking the trailer
 // on the way unless skipHashCheck is set. dst is synced.
-func copySnapshotDB(src, dst string, skipHashCheck bool, prog *progress) error {
+func copySnapshotDB(src, dst string, skipHashCheck bool, prog *progress.Bytes) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", src, err)
@@ -71,14 +72,14 @@ func copySnapshotDB(src, dst string, skipHashCheck bool, prog *progress) error {
 // progressWriter reports the bytes written through it.
 type progressWriter struct {
 	w    io.Writer
-	prog *progress
+	prog *progress.Bytes
 	n    int64
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)
 	p.n += int64(n)
-	p.prog.update(p.n)
+	p.prog.Update(p.n)
 	return n, err
 }
 

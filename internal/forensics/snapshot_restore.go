@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
@@ -116,9 +117,9 @@ func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *resto
 	if err := os.MkdirAll(snapDir(tmp), 0o700); err != nil {
 		return 0, fmt.Errorf("restore: %w", err)
 	}
-	prog := newProgress(cmd, "restore: copying snapshot", fileSize(file), false)
+	prog := progress.ForCommand(cmd, "restore: copying snapshot", fileSize(file), false)
 	err = copySnapshotDB(file, dbPath(tmp), o.skipHashCheck, prog)
-	prog.finish()
+	prog.Finish()
 	if err != nil {
 		return 0, err
 	}

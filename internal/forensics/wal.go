@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -42,9 +45,9 @@ and offset.`,
 			if err != nil {
 				return err
 			}
-			prog := newProgress(cmd, "wal verify", 0, false)
-			scan, err := scanWAL(dir, prog.updateOf)
-			prog.finish()
+			prog := progress.ForCommand(cmd, "wal verify", 0, false)
+			scan, err := scanWAL(dir, prog.UpdateOf)
+			prog.Finish()
 			if err != nil {
 				return err
 			}
@@ -177,7 +180,8 @@ func newWALRepairCommand() *cobra.Command {
 frame at the end of the last segment. It saves the bytes from the damage to the end of
 the file in SEGMENT.broken and truncates the segment there, as etcd does when it opens
 such a WAL. Any other damage is refused, with the reason: cutting there could drop
-acknowledged writes. The member must not be running.`,
+acknowledged writes. The member must not be running: repair refuses a WAL whose last
+segment, or the db of whose data dir, another process holds locked, as a member does.`,
 		Example: "  cairn wal repair /var/lib/etcd   # truncates a torn last record; stop the member first",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -185,10 +189,18 @@ acknowledged writes. The member must not be running.`,
 			if err != nil {
 				return err
 			}
+			release, err := lockDB(dir)
+			if err != nil {
+				return fmt.Errorf("wal %s not repaired, nothing changed: %s: %w", dir, memberRunning, err)
+			}
+			defer release()
 			res, err := walfmt.Repair(dir)
 			if err != nil {
 				if errors.Is(err, walfmt.ErrNotRepairable) {
 					return fmt.Errorf("wal %s not repaired, nothing changed: %w", dir, err)
+				}
+				if errors.Is(err, walfmt.ErrLocked) {
+					return fmt.Errorf("wal %s not repaired, nothing changed: %s: %w", dir, memberRunning, err)
 				}
 				return fmt.Errorf("repair wal %s: %w", dir, err)
 			}
@@ -210,4 +222,29 @@ acknowledged writes. The member must not be running.`,
 			return nil
 		},
 	}
+}
+
+// memberRunning is why the kit refuses to change what a process holds.
+const memberRunning = "a member (cairn serve or etcd) is running on this data dir; stop it first"
+
+// lockDB takes, for the repair of the WAL in walDir, a shared lock on the
+// db of its data dir, which a running member holds exclusively; it fails
+// with boltfile.ErrLocked if another process holds it. The WAL's own lock,
+// which Repair takes, is a flock that etcd's fcntl lock does not conflict
+// with: the db's, a flock in both, sees an etcd member too. With no
+// readable db beside the WAL (a --wal-dir elsewhere, a damaged db) there is
+// nothing to lock. It returns the function that releases the lock.
+func lockDB(walDir string) (release func(), err error) {
+	p := filepath.Join(filepath.Dir(walDir), snapDirName, dbFileName)
+	if _, err := os.Stat(p); err != nil {
+		return func() {}, nil
+	}
+	db, err := boltfile.Open(p, dbLockTimeout)
+	switch {
+	case errors.Is(err, boltfile.ErrLocked):
+		return nil, err
+	case err != nil:
+		return func() {}, nil
+	}
+	return func() { db.Close() }, nil
 }

@@ -83,11 +83,13 @@ type Transport struct {
 	mu     sync.RWMutex
 	peers  map[uint64]*peer
 
-	// Open message streams from each peer, and since when one has been
-	// open without a break (ActiveSince).
+	// Open message streams from each peer, since when one has been open
+	// without a break (ActiveSince), and since when none has been for a
+	// known peer (InactiveSince).
 	amu     sync.Mutex
 	streams map[uint64]int
 	since   map[uint64]time.Time
+	lost    map[uint64]time.Time
 	// from counts what arrives from each peer (guarded by amu; the
 	// counters themselves are atomic).
 	from map[uint64]*fromPeer
@@ -204,7 +206,7 @@ func New(clusterID, memberID uint64, r Raft, snap SnapshotSource, client *http.C
 		ClusterID: clusterID, MemberID: memberID, Raft: r, Snapshot: snap, Log: log,
 		client:  client,
 		peers:   make(map[uint64]*peer),
-		streams: make(map[uint64]int), since: make(map[uint64]time.Time), from: make(map[uint64]*fromPeer),
+		streams: make(map[uint64]int), since: make(map[uint64]time.Time), lost: make(map[uint64]time.Time), from: make(map[uint64]*fromPeer),
 	}
 }
 
@@ -221,6 +223,11 @@ func (t *Transport) AddPeer(id uint64, urls []string) {
 	}
 	p := newPeer(t, id, urls)
 	t.peers[id] = p
+	t.amu.Lock()
+	if t.streams[id] == 0 {
+		t.lost[id] = time.Now() // not heard from since it became known
+	}
+	t.amu.Unlock()
 	go p.run()
 	go p.probe()
 }
@@ -231,6 +238,9 @@ func (t *Transport) RemovePeer(id uint64) {
 	p := t.peers[id]
 	delete(t.peers, id)
 	t.mu.Unlock()
+	t.amu.Lock()
+	delete(t.lost, id)
+	t.amu.Unlock()
 	if p != nil {
 		p.stop()
 	}
@@ -318,12 +328,23 @@ func (t *Transport) ActiveSince(id uint64) time.Time {
 	return t.since[id]
 }
 
+// InactiveSince returns since when no message stream from a known peer has
+// been open: when the last one broke, or when the peer became known if none
+// has opened since; zero if one is open, or if the peer was never known (or
+// was removed while none was open).
+func (t *Transport) InactiveSince(id uint64) time.Time {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	return t.lost[id]
+}
+
 // streamOpened and streamClosed count a peer's open message streams.
 func (t *Transport) streamOpened(id uint64) {
 	t.amu.Lock()
 	defer t.amu.Unlock()
 	if t.streams[id]++; t.streams[id] == 1 {
 		t.since[id] = time.Now()
+		delete(t.lost, id)
 	}
 }
 
@@ -333,6 +354,7 @@ func (t *Transport) streamClosed(id uint64) {
 	if t.streams[id]--; t.streams[id] <= 0 {
 		delete(t.streams, id)
 		delete(t.since, id)
+		t.lost[id] = time.Now()
 	}
 }
 

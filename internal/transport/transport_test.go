@@ -226,3 +226,43 @@ func BenchmarkReadFrame(b *testing.B) {
 		}
 	}
 }
+
+// TestInactiveSince: a peer is inactive from when it becomes known until
+// its message stream opens, and again from when the stream breaks.
+func TestInactiveSince(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	recv := New(7, 2, newRecorder(), nil, NewClient(nil, nil), log)
+	srv := httptest.NewServer(recv.Handler())
+	defer srv.Close()
+	added := time.Now()
+	recv.AddPeer(1, []string{"http://127.0.0.1:1"}) // recv never sends to it
+	defer recv.Stop()
+	if since := recv.InactiveSince(1); since.Before(added) || since.After(time.Now()) {
+		t.Errorf("inactive since %v, want when it was added (%v)", since, added)
+	}
+	send := New(7, 1, newRecorder(), nil, NewClient(nil, nil), log)
+	send.AddPeer(2, []string{srv.URL})
+	send.Send([]*raftpb.Message{msg(2, raftpb.MessageType_MsgHeartbeat)})
+	waitFor(t, "the stream from 1 to open", func() bool { return !recv.ActiveSince(1).IsZero() })
+	if since := recv.InactiveSince(1); !since.IsZero() {
+		t.Errorf("inactive since %v while the stream is open", since)
+	}
+	stopped := time.Now()
+	send.Stop()
+	waitFor(t, "the stream from 1 to break", func() bool { return recv.ActiveSince(1).IsZero() })
+	if since := recv.InactiveSince(1); since.Before(stopped) {
+		t.Errorf("inactive since %v, want after the sender stopped (%v)", since, stopped)
+	}
+	if since := recv.InactiveSince(3); !since.IsZero() {
+		t.Errorf("an unknown peer inactive since %v", since)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}

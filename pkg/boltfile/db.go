@@ -107,6 +107,16 @@ func (o *DB) Size() (int64, error) {
 	return size, err
 }
 
+// SizeInUse returns the bytes of db that hold live pages: size (the
+// file's size as bbolt sees it, as of the last commit) less the free pages,
+// pending ones included, which a defragmentation gives back; etcd's
+// dbSizeInUse. db's free list must be loaded: opened for writing, or
+// read-only with PreLoadFreelist.
+func SizeInUse(db *bolt.DB, size int64) int64 {
+	st := db.Stats()
+	return size - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize)
+}
+
 // Hash returns the CRC-32 (Castagnoli) of every bucket name, key and value
 // in key order, leaving out the keys in ignore (bucket name → keys; nil
 // leaves out nothing). With store.HashIgnores it is Maintenance.Hash; with

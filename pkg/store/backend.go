@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
@@ -557,8 +558,7 @@ func (b *Backend) Size() int64 { return b.size.Load() }
 func (b *Backend) SizeInUse() int64 {
 	b.dbMu.RLock()
 	defer b.dbMu.RUnlock()
-	st := b.db.Stats()
-	return b.Size() - int64(st.FreePageN+st.PendingPageN)*int64(b.db.Info().PageSize)
+	return boltfile.SizeInUse(b.db, b.Size())
 }
 
 // Hash returns the CRC-32 (Castagnoli) of every bucket name, key and value

@@ -44,7 +44,10 @@ var repairable = []error{ErrTornFrame, ErrBadFrame, ErrBadRecord, ErrCRCMismatch
 // Unlike etcd, which treats any record holding an all-zero 512-byte sector as
 // torn, Repair refuses when good records follow such a record: that pattern
 // is also what a corrupted record whose data holds zeros looks like.
-// The caller must hold no Writer on dir.
+//
+// It first takes the lock of the last segment, which a Writer on dir (a
+// running member, cairn's or etcd's) holds, and fails with an error wrapping
+// ErrLocked, having read nothing, if it cannot.
 func Repair(dir string) (*RepairResult, error) {
 	segs, err := ListSegments(dir)
 	if err != nil {
@@ -54,6 +57,14 @@ func Repair(dir string) (*RepairResult, error) {
 		return nil, fmt.Errorf("repair wal %s: %w", dir, ErrNoWAL)
 	}
 	last := segs[len(segs)-1]
+	f, err := os.OpenFile(last.Path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("repair wal %s: %w", dir, err)
+	}
+	defer f.Close()
+	if err := tryLock(f); err != nil {
+		return nil, fmt.Errorf("repair wal %s: lock %s: %w", dir, last.Name(), err)
+	}
 	damage, headerEnd, err := firstDamage(segs)
 	if err != nil || damage == nil {
 		return nil, err
@@ -70,7 +81,7 @@ func Repair(dir string) (*RepairResult, error) {
 	if headerEnd < 0 || damage.Offset < headerEnd {
 		return refuse("damage in the segment's crc and metadata records")
 	}
-	return cutTail(last, damage)
+	return cutTail(f, last, damage)
 }
 
 // firstDamage decodes segs and returns the first damage found, and the offset
@@ -107,19 +118,12 @@ func isAny(err error, targets []error) bool {
 	return false
 }
 
-// cutTail moves the bytes of seg from damage.Offset on to seg.broken and
-// truncates seg there, if nothing trustworthy follows the damage.
-func cutTail(seg Segment, damage *Error) (*RepairResult, error) {
+// cutTail moves the bytes of seg, open and locked as f, from damage.Offset
+// on to seg.broken and truncates seg there, if nothing trustworthy follows
+// the damage.
+func cutTail(f *os.File, seg Segment, damage *Error) (*RepairResult, error) {
 	fail := func(err error) (*RepairResult, error) {
 		return nil, fmt.Errorf("repair wal %s at offset %d: %w", seg.Path, damage.Offset, err)
-	}
-	f, err := os.OpenFile(seg.Path, os.O_RDWR, 0)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	if err := tryLock(f); err != nil {
-		return fail(err)
 	}
 	st, err := f.Stat()
 	if err != nil {

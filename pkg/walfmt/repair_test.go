@@ -226,3 +226,22 @@ func TestRepairRefusesDamagedHeader(t *testing.T) {
 		t.Fatalf("Repair: %v", err)
 	}
 }
+
+// TestRepairRefusesLockedWAL: while a writer holds the WAL, healthy or
+// not, Repair refuses, having read and changed nothing.
+func TestRepairRefusesLockedWAL(t *testing.T) {
+	dir, _ := writeWAL(t, 5, 1<<16)
+	w, _, err := Open(dir, Snapshot{}, Options{SegmentSize: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Repair(dir); res != nil || !errors.Is(err, ErrLocked) {
+		t.Errorf("repair of a WAL a writer holds: %+v, %v", res, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Repair(dir); res != nil || err != nil {
+		t.Errorf("repair once the writer is closed: %+v, %v", res, err)
+	}
+}

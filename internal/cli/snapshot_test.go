@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/client/clienttest"
+)
+
+// TestSnapshotSaveReports: snapshot save shows the bytes received of the
+// total the stream announces, and sums up the file it wrote (size and
+// sha256 as sha256sum shows them).
+func TestSnapshotSaveReports(t *testing.T) {
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	value := bytes.Repeat([]byte("v"), 64<<10)
+	for i := range 16 {
+		if _, err := c.KV.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "snap.db")
+	var shown bytes.Buffer
+	saved, err := saveSnapshot(ctx, c, path, progress.New(&shown, "snapshot save", 0, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(file))
+	if want := fmt.Sprintf("of %s)", printer.HumanBytes(size)); !strings.Contains(shown.String(), want) {
+		t.Errorf("progress %q does not show the total (%q)", shown.String(), want)
+	}
+	if sum := sha256.Sum256(file); saved.size != size || !bytes.Equal(saved.sha256, sum[:]) || saved.took <= 0 {
+		t.Errorf("saved %d bytes, sha256 %x, in %s; the file has %d bytes, sha256 %x", saved.size, saved.sha256, saved.took, size, sum)
+	}
+}
+
+func TestSavedSnapshotLine(t *testing.T) {
+	s := savedSnapshot{size: 22_000_032, took: 1250 * time.Millisecond, sha256: []byte{0xab, 0x01}}
+	want := "Snapshot of 22 MB (22000032 bytes) saved in 1.25s (18 MB/s), sha256 ab01"
+	if got := s.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
