@@ -105,12 +105,9 @@ func (o clusterOptions) clientTLS(t *testing.T) *tls.Config {
 // newCluster starts n members and waits until they have a leader.
 func newCluster(t *testing.T, n int, opts clusterOptions) []*member {
 	t.Helper()
-	var ms []*member
+	ms := newMembers(t, n, opts)
 	var initial []string
-	for i := 1; i <= n; i++ {
-		m := &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"),
-			curl: opts.scheme() + testnet.FreeAddr(t), purl: opts.scheme() + testnet.FreeAddr(t), clientTLS: opts.clientTLS(t)}
-		ms = append(ms, m)
+	for _, m := range ms {
 		initial = append(initial, m.name+"="+m.purl)
 	}
 	for _, m := range ms {
@@ -121,13 +118,27 @@ func newCluster(t *testing.T, n int, opts clusterOptions) []*member {
 	return ms
 }
 
+// newMembers are n members m1...mn on free ports, not started.
+func newMembers(t *testing.T, n int, opts clusterOptions) []*member {
+	t.Helper()
+	var ms []*member
+	for i := 1; i <= n; i++ {
+		ms = append(ms, &member{t: t, name: fmt.Sprintf("m%d", i), dataDir: filepath.Join(t.TempDir(), "data"),
+			curl: opts.scheme() + testnet.FreeAddr(t), purl: opts.scheme() + testnet.FreeAddr(t), clientTLS: opts.clientTLS(t)})
+	}
+	return ms
+}
+
 func (m *member) flags(initialCluster, state string, opts clusterOptions) []string {
 	args := []string{"serve", "--name", m.name, "--data-dir", m.dataDir,
 		"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
 		"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl,
-		"--initial-cluster", initialCluster, "--initial-cluster-state", state,
+		"--initial-cluster-state", state,
 		"--heartbeat-interval", "50", "--election-timeout", "500", "--log-format", "text",
 		"--bcrypt-cost", "4"} // test passwords need no strength; the default cost is slow
+	if initialCluster != "" { // none: bootstrapped otherwise (v3 discovery)
+		args = append(args, "--initial-cluster", initialCluster)
+	}
 	if opts.snapshotCount > 0 {
 		args = append(args, "--snapshot-count", fmt.Sprint(opts.snapshotCount))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/serve"
+	"github.com/cairnkv/cairn/internal/discovery"
 	"github.com/cairnkv/cairn/internal/version"
 )
 
@@ -51,6 +52,7 @@ and reads the data directories of cairn and etcd members offline
 	addMirrorCommand(root, g)
 	addCompletionCommand(root)
 	addForensicsCommands(root)
+	serve.JoinDiscovery = discovery.Join
 	addToGroup(root, serverGroup, serve.NewCommand())
 	addToGroup(root, serverGroup, newGatewayCommand())
 	useEtcdctlHelp(root)

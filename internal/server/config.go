@@ -34,14 +34,19 @@ type Config struct {
 	InitialCluster           string // name=url,name=url
 	InitialClusterState      string // new | existing
 	InitialClusterToken      string
-	SnapshotCount            uint64
-	HeartbeatInterval        time.Duration
-	ElectionTimeout          time.Duration
-	QuotaBackendBytes        int64
-	MaxRequestBytes          int
-	MaxTxnOps                int
-	AutoCompactionMode       string // periodic | revision
-	AutoCompactionRetention  string
+	// Discover, when set, is v3 discovery (--discovery-token and
+	// --discovery-endpoints): at the first start of a member of a new
+	// cluster, it is given the member's ID and its own name=url list, and
+	// returns the initial cluster, which replaces InitialCluster.
+	Discover                func(memberID uint64, self string) (string, error)
+	SnapshotCount           uint64
+	HeartbeatInterval       time.Duration
+	ElectionTimeout         time.Duration
+	QuotaBackendBytes       int64
+	MaxRequestBytes         int
+	MaxTxnOps               int
+	AutoCompactionMode      string // periodic | revision
+	AutoCompactionRetention string
 	// SnapshotCatchUpEntries is how many entries a snapshot leaves in the
 	// log for slow followers.
 	SnapshotCatchUpEntries uint64

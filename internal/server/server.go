@@ -242,6 +242,14 @@ func (s *Server) bootstrap() error {
 	if s.cfg.InitialClusterState == "existing" {
 		return s.join()
 	}
+	if s.cfg.Discover != nil {
+		s.log.Info("Bootstrapping cluster using v3 discovery.")
+		cluster, err := s.cfg.Discover(MemberID(s.cfg.InitialAdvertisePeerURLs, s.cfg.InitialClusterToken, 0), s.cfg.InitialCluster)
+		if err != nil {
+			return fmt.Errorf("failed to join discovery cluster (%w)", err)
+		}
+		s.cfg.InitialCluster = cluster
+	}
 	return s.startNew()
 }
 

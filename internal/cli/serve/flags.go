@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,30 +22,24 @@ import (
 // not at all: they are accepted with etcd's validation and, when given,
 // logged once at start with the reason. `serve --help` says so too.
 var noEffect = map[string]string{
-	"raft-read-timeout":                  "cairn's peer connections have timeouts of their own",
-	"raft-write-timeout":                 "cairn's peer connections have timeouts of their own",
-	"client-cert-file":                   "cairn's JSON gateway reaches the gRPC services in process, with no client connection",
-	"client-key-file":                    "cairn's JSON gateway reaches the gRPC services in process, with no client connection",
-	"downgrade-check-time":               "cairn checks a downgrade's completion whenever a member's version changes",
-	"enable-distributed-tracing":         "cairn has no distributed tracing",
-	"distributed-tracing-address":        "cairn has no distributed tracing",
-	"distributed-tracing-service-name":   "cairn has no distributed tracing",
-	"distributed-tracing-instance-id":    "cairn has no distributed tracing",
-	"distributed-tracing-sampling-rate":  "cairn has no distributed tracing",
-	"discovery-dial-timeout":             "cairn has no discovery",
-	"discovery-request-timeout":          "cairn has no discovery",
-	"discovery-keepalive-time":           "cairn has no discovery",
-	"discovery-keepalive-timeout":        "cairn has no discovery",
-	"discovery-insecure-transport":       "cairn has no discovery",
-	"discovery-insecure-skip-tls-verify": "cairn has no discovery",
-	"discovery-cert":                     "cairn has no discovery",
-	"discovery-key":                      "cairn has no discovery",
-	"discovery-cacert":                   "cairn has no discovery",
-	"discovery-user":                     "cairn has no discovery",
-	"discovery-password":                 "cairn has no discovery",
-	"discovery-srv-name":                 "cairn has no discovery",
-	"discovery-fallback":                 "cairn has no discovery",
+	"raft-read-timeout":                 "cairn's peer connections have timeouts of their own",
+	"raft-write-timeout":                "cairn's peer connections have timeouts of their own",
+	"client-cert-file":                  "cairn's JSON gateway reaches the gRPC services in process, with no client connection",
+	"client-key-file":                   "cairn's JSON gateway reaches the gRPC services in process, with no client connection",
+	"downgrade-check-time":              "cairn checks a downgrade's completion whenever a member's version changes",
+	"enable-distributed-tracing":        "cairn has no distributed tracing",
+	"distributed-tracing-address":       "cairn has no distributed tracing",
+	"distributed-tracing-service-name":  "cairn has no distributed tracing",
+	"distributed-tracing-instance-id":   "cairn has no distributed tracing",
+	"distributed-tracing-sampling-rate": "cairn has no distributed tracing",
+	"discovery-srv-name":                "cairn has no DNS discovery",
 }
+
+// JoinDiscovery is v3 discovery (internal/discovery's Join), set by the
+// command tree: serve runs the server and does not import the client the
+// discovery service is reached with. get reads the --discovery-* flags;
+// it returns the initial cluster.
+var JoinDiscovery func(ctx context.Context, get func(flag string) string, logger *slog.Logger, memberID uint64, self string) (string, error)
 
 // v2DeprecationLevels are the values etcd 3.7's --v2-deprecation takes
 // (its help lists not-yet too, which it refuses); it enforces its default
@@ -84,8 +79,8 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.Duration("raft-write-timeout", 5*time.Second, help("raft-write-timeout", "write timeout set on each rafthttp connection"))
 	f.String("discovery", "", "v2 discovery URL (removed in etcd 3.7, which refuses it too; refused if given)")
 	f.String("discovery-proxy", "", "HTTP proxy to use for traffic to the v2 discovery service (removed in etcd 3.7; refused if given)")
-	f.String("discovery-token", "", "V3 discovery: discovery token for the etcd cluster to be bootstrapped (cairn has no discovery: a discovery bootstrap is refused)")
-	f.String("discovery-endpoints", "", "V3 discovery: list of gRPC endpoints of the discovery service (cairn has no discovery: a discovery bootstrap is refused)")
+	f.String("discovery-token", "", "V3 discovery: discovery token for the etcd cluster to be bootstrapped")
+	f.String("discovery-endpoints", "", "V3 discovery: list of gRPC endpoints of the discovery service")
 	f.Duration("discovery-dial-timeout", 2*time.Second, help("discovery-dial-timeout", "V3 discovery: dial timeout for client connections"))
 	f.Duration("discovery-request-timeout", 5*time.Second, help("discovery-request-timeout", "V3 discovery: timeout for discovery requests (excluding dial timeout)"))
 	f.Duration("discovery-keepalive-time", 2*time.Second, help("discovery-keepalive-time", "V3 discovery: keepalive time for client connections"))
@@ -98,7 +93,7 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.String("discovery-user", "", help("discovery-user", "V3 discovery: username[:password] for authentication"))
 	f.String("discovery-password", "", help("discovery-password", "V3 discovery: password for authentication"))
 	f.String("discovery-fallback", "exit", help("discovery-fallback", "expected behavior ('exit') when discovery services fails"))
-	f.String("discovery-srv", "", "DNS srv domain used to bootstrap the cluster (cairn has no discovery: a discovery bootstrap is refused)")
+	f.String("discovery-srv", "", "DNS srv domain used to bootstrap the cluster (cairn has no DNS discovery: refused)")
 	f.String("discovery-srv-name", "", help("discovery-srv-name", "suffix to the dns srv name queried when bootstrapping"))
 	f.Bool("pre-vote", true, "enable the raft Pre-Vote algorithm to prevent disruption when a node that has been partitioned away rejoins the cluster")
 	f.String("v2-deprecation", "write-only", "phase of v2store deprecation: write-only, write-only-skip-check, write-only-drop-data or gone (not-yet is refused, as by etcd 3.7); the default is enforced, ignoring user input, as in etcd")
@@ -194,6 +189,15 @@ func etcdServeConfig(v *viper.Viper, cfg *server.Config, fromFile bool, logger *
 	cfg.BootstrapDefragThresholdMegabytes = v.GetUint("bootstrap-defrag-threshold-megabytes")
 	cfg.MaxLearners = maxLearners
 	cfg.UnsafeNoFsync = v.GetBool("unsafe-no-fsync")
+	if v.GetString("discovery-endpoints") != "" {
+		if JoinDiscovery == nil {
+			return errors.New("--discovery-endpoints: this build has no discovery client")
+		}
+		cfg.InitialClusterToken = v.GetString("discovery-token") // as etcd's: the member and cluster IDs derive from it
+		cfg.Discover = func(id uint64, self string) (string, error) {
+			return JoinDiscovery(context.Background(), v.GetString, logger, id, self)
+		}
+	}
 	if v.IsSet("max-snapshots") {
 		logger.Warn("--max-snapshots is deprecated in 3.6 and will be decommissioned in 3.8.")
 	}
@@ -247,8 +251,8 @@ func checkEtcdServeFlags(v *viper.Viper, fromFile bool) error {
 	if (v.GetString("discovery-token") == "") != (v.GetString("discovery-endpoints") == "") {
 		return errors.New("both --discovery-token and --discovery-endpoints must be set")
 	}
-	if v.GetString("discovery-endpoints") != "" || v.GetString("discovery-srv") != "" {
-		return errors.New("cairn has no discovery (--discovery-endpoints, --discovery-srv): bootstrap with --initial-cluster")
+	if v.GetString("discovery-srv") != "" {
+		return errors.New("cairn has no DNS discovery (--discovery-srv): bootstrap with --initial-cluster or --discovery-endpoints")
 	}
 	if v.GetBool("enable-distributed-tracing") && v.GetInt("distributed-tracing-sampling-rate") > 1000000 {
 		return errors.New("distributed tracing configurition is not valid: (tracing sampling rate must be less than 1000000)")
