@@ -42,7 +42,7 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/clusterversion", "internal/server", "the cluster version rules are driven by the server through an interface"},
 	{"internal/clusterversion", "internal/api", "the cluster version rules are driven by the server through an interface"},
 	{"internal/hashcheck", "internal/api", "the hash checks are driven by the server through an interface"},
-	{"internal/cli/serve", "internal/client", "the member's command runs the server, not the client"},
+	{"internal/discovery", "internal/server", "discovery is a client of the discovery cluster, called before the member starts"},
 	{"internal/tcpproxy", "internal", "the gateway pipes bytes and knows nothing of etcd"},
 	{"internal/tcpproxy", "pkg", "the gateway pipes bytes and knows nothing of etcd"},
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/serve"
-	"github.com/cairnkv/cairn/internal/discovery"
 	"github.com/cairnkv/cairn/internal/version"
 )
 
@@ -52,7 +51,6 @@ and reads the data directories of cairn and etcd members offline
 	addMirrorCommand(root, g)
 	addCompletionCommand(root)
 	addForensicsCommands(root)
-	serve.JoinDiscovery = discovery.Join
 	addToGroup(root, serverGroup, serve.NewCommand())
 	addToGroup(root, serverGroup, newGatewayCommand())
 	useEtcdctlHelp(root)

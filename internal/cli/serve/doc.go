@@ -5,5 +5,6 @@
 // a member: internal/server with internal/api serving it.
 //
 // It may import the server side (internal/server, internal/api,
-// internal/servertls, internal/listen) and never the client.
+// internal/servertls, internal/listen) and internal/discovery, which
+// reaches a discovery cluster as its client before the member starts.
 package serve

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/cairnkv/cairn/internal/discovery"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
@@ -34,12 +35,6 @@ var noEffect = map[string]string{
 	"distributed-tracing-sampling-rate": "cairn has no distributed tracing",
 	"discovery-srv-name":                "cairn has no DNS discovery",
 }
-
-// JoinDiscovery is v3 discovery (internal/discovery's Join), set by the
-// command tree: serve runs the server and does not import the client the
-// discovery service is reached with. get reads the --discovery-* flags;
-// it returns the initial cluster.
-var JoinDiscovery func(ctx context.Context, get func(flag string) string, logger *slog.Logger, memberID uint64, self string) (string, error)
 
 // v2DeprecationLevels are the values etcd 3.7's --v2-deprecation takes
 // (its help lists not-yet too, which it refuses); it enforces its default
@@ -190,12 +185,9 @@ func etcdServeConfig(v *viper.Viper, cfg *server.Config, fromFile bool, logger *
 	cfg.MaxLearners = maxLearners
 	cfg.UnsafeNoFsync = v.GetBool("unsafe-no-fsync")
 	if v.GetString("discovery-endpoints") != "" {
-		if JoinDiscovery == nil {
-			return errors.New("--discovery-endpoints: this build has no discovery client")
-		}
 		cfg.InitialClusterToken = v.GetString("discovery-token") // as etcd's: the member and cluster IDs derive from it
 		cfg.Discover = func(id uint64, self string) (string, error) {
-			return JoinDiscovery(context.Background(), v.GetString, logger, id, self)
+			return discovery.Join(context.Background(), v.GetString, logger, id, self)
 		}
 	}
 	if v.IsSet("max-snapshots") {
