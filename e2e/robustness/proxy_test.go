@@ -7,26 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// echoServer answers each line with the same line.
-func echoServer(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
-		}
-	}()
-	return l.Addr().String()
-}
+	"github.com/cairnkv/cairn/internal/testnet"
+)
 
 // dialAs opens a connection through p as member id, with an HTTP-like head.
 func dialAs(t *testing.T, p *proxy, id string) (net.Conn, *bufio.Reader) {
@@ -63,7 +46,7 @@ func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (string, erro
 func TestProxyBlocksHealsAndDrops(t *testing.T) {
 	n := newNetwork()
 	t.Cleanup(n.close)
-	p, err := n.listen("m2", echoServer(t))
+	p, err := n.listen("m2", testnet.EchoServer(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

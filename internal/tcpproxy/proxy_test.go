@@ -10,32 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// echoServer answers every connection with what it reads, prefixed by
-// name, until the client half-closes.
-func echoServer(t *testing.T, name string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b, _ := io.ReadAll(c)
-				c.Write(append([]byte(name+":"), b...))
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
+	"github.com/cairnkv/cairn/internal/testnet"
+)
 
 // refusedAddr is an address nothing listens on.
 func refusedAddr(t *testing.T) string {
@@ -106,7 +83,7 @@ func roundTrip(t *testing.T, addr, msg string) string {
 // TestProxyTakesEndpointsInTurn: connections go to the endpoints in turn,
 // bytes unchanged both ways, and a half-close reaches the endpoint.
 func TestProxyTakesEndpointsInTurn(t *testing.T) {
-	a, b := echoServer(t, "a"), echoServer(t, "b")
+	a, b := testnet.EchoServer(t, "a:"), testnet.EchoServer(t, "b:")
 	var log logBuffer
 	addr := startProxy(t, &Proxy{Endpoints: []string{a, b}, RetryDelay: time.Minute, Log: slog.New(slog.NewTextHandler(&log, nil))})
 	var got []string
@@ -125,7 +102,7 @@ func TestProxyTakesEndpointsInTurn(t *testing.T) {
 // out for the retry delay (logged), then tried again; with no endpoint
 // left, the client's connection is closed.
 func TestProxyLeavesOutARefusingEndpoint(t *testing.T) {
-	dead, live := refusedAddr(t), echoServer(t, "live")
+	dead, live := refusedAddr(t), testnet.EchoServer(t, "live:")
 	var log logBuffer
 	p := &Proxy{Endpoints: []string{dead, live}, RetryDelay: time.Hour, Log: slog.New(slog.NewTextHandler(&log, nil))}
 	addr := startProxy(t, p)

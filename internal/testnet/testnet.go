@@ -1,9 +1,11 @@
 // Package testnet hands out loopback ports for tests that start servers in
-// other processes, which must be told their addresses before they bind them.
+// other processes, which must be told their addresses before they bind them,
+// and runs the small servers network tests talk to.
 package testnet
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -63,4 +65,31 @@ func freePort() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free port on 127.0.0.1 in %d-%d after 1000 tries", lowPort, highPort)
+}
+
+// EchoServer listens on a loopback port until the test ends and, on each
+// connection, writes greeting and then echoes every byte it reads back, up
+// to the client's half-close; it returns the address.
+func EchoServer(t testing.TB, greeting string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := io.WriteString(c, greeting); err == nil {
+					io.Copy(c, c)
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
