@@ -20,12 +20,25 @@ func newTreeIndex() *treeIndex {
 	return &treeIndex{tree: btree.NewG(32, lessKeyIndex)}
 }
 
-// keyAt is the state of one key at a revision, as the index knows it.
+// keyAt is the state of one key at a revision, as the index knows it. The
+// lease is known (hasLease) when mod is the key's newest revision.
 type keyAt struct {
-	key     []byte
-	mod     Revision
-	created Revision
-	version int64
+	key      []byte
+	mod      Revision
+	created  Revision
+	version  int64
+	lease    int64
+	hasLease bool
+}
+
+// at returns the state of ki at atRev.
+func (ki *keyIndex) at(atRev int64) (keyAt, bool) {
+	mod, created, ver, ok := ki.get(atRev)
+	if !ok {
+		return keyAt{}, false
+	}
+	lease, hasLease := ki.latestLease(mod)
+	return keyAt{key: ki.key, mod: mod, created: created, version: ver, lease: lease, hasLease: hasLease}, true
 }
 
 // get returns the state of key at atRev.
@@ -36,8 +49,7 @@ func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
 	if !ok {
 		return keyAt{}, false
 	}
-	mod, created, ver, ok := ki.get(atRev)
-	return keyAt{key: ki.key, mod: mod, created: created, version: ver}, ok
+	return ki.at(atRev)
 }
 
 // visit calls fn for each keyIndex in [key, end) in key order until fn
@@ -67,27 +79,39 @@ func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []key
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	ti.visit(key, end, func(ki *keyIndex) bool {
-		mod, created, ver, ok := ki.get(atRev)
-		if !ok {
+		if limit > 0 && len(kas) == limit {
+			if ki.existsAt(atRev) {
+				total++
+			}
 			return true
 		}
-		if limit <= 0 || len(kas) < limit {
-			kas = append(kas, keyAt{key: ki.key, mod: mod, created: created, version: ver})
+		ka, ok := ki.at(atRev)
+		if ok {
+			kas = append(kas, ka)
+			total++
 		}
-		total++
 		return true
 	})
 	return kas, total
 }
 
-// countAt returns how many keys in [key, end) exist at atRev.
+// countAt returns how many keys in [key, end) exist at atRev. It allocates
+// nothing per key.
 func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
-	_, total := ti.rangeAt(key, end, atRev, -1)
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	total := 0
+	ti.visit(key, end, func(ki *keyIndex) bool {
+		if ki.existsAt(atRev) {
+			total++
+		}
+		return true
+	})
 	return total
 }
 
-// put records that key changed at rev.
-func (ti *treeIndex) put(key []byte, rev Revision) {
+// put records that key changed at rev, a put attached to lease (0: none).
+func (ti *treeIndex) put(key []byte, rev Revision, lease int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	ki, ok := ti.tree.Get(&keyIndex{key: key})
@@ -95,7 +119,7 @@ func (ti *treeIndex) put(key []byte, rev Revision) {
 		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
-	ki.put(rev)
+	ki.put(rev, lease)
 }
 
 // tombstone records that key was deleted at rev; false when it did not exist.
@@ -154,7 +178,7 @@ func (ti *treeIndex) len() int {
 }
 
 // restore replays one backend revision into the index (see keyIndex.restore).
-func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version int64) {
+func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version, lease int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	ki, ok := ti.tree.Get(&keyIndex{key: key})
@@ -165,5 +189,5 @@ func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev
 		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
-	ki.restore(rev, tombstone, createRev, version)
+	ki.restore(rev, tombstone, createRev, version, lease)
 }

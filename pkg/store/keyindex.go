@@ -6,8 +6,12 @@ package store
 // when the key does not exist at the latest revision.
 type keyIndex struct {
 	key         []byte
-	modified    Revision // the newest revision of any kind (put or tombstone)
 	generations []generation
+	// When the key exists at the latest revision, live is the main
+	// revision of its newest put and lease that put's lease (0 otherwise):
+	// counts need not look into the generations, nor ranges without values
+	// into the backend (see existsAt, latestLease).
+	live, lease int64
 }
 
 type generation struct {
@@ -22,15 +26,16 @@ func newKeyIndex(key []byte) *keyIndex {
 	return &keyIndex{key: key, generations: []generation{{}}}
 }
 
-// put records a change of the key at rev.
-func (ki *keyIndex) put(rev Revision) {
+// put records a change of the key at rev, a put attached to lease (0: to
+// none) or, from tombstone, a deletion.
+func (ki *keyIndex) put(rev Revision, lease int64) {
 	g := &ki.generations[len(ki.generations)-1]
 	if g.isEmpty() {
 		g.created = rev
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
-	ki.modified = rev
+	ki.live, ki.lease = rev.Main, lease
 }
 
 // tombstone records the deletion of the key at rev and opens a new, empty
@@ -39,9 +44,31 @@ func (ki *keyIndex) tombstone(rev Revision) bool {
 	if ki.generations[len(ki.generations)-1].isEmpty() {
 		return false
 	}
-	ki.put(rev)
+	ki.put(rev, 0)
 	ki.generations = append(ki.generations, generation{})
+	ki.live = 0
 	return true
+}
+
+// latestLease returns the lease of the key-value at mod, a revision get
+// returned, when mod is the key's newest revision: the only one whose lease
+// the index keeps.
+func (ki *keyIndex) latestLease(mod Revision) (int64, bool) {
+	g := &ki.generations[len(ki.generations)-1]
+	if g.isEmpty() || g.revs[len(g.revs)-1] != mod {
+		return 0, false
+	}
+	return ki.lease, true
+}
+
+// existsAt reports whether the key exists at main revision atRev: get's
+// answer without its revisions.
+func (ki *keyIndex) existsAt(atRev int64) bool {
+	if ki.live != 0 && ki.live <= atRev {
+		return true // the common case: live, and unchanged since atRev
+	}
+	_, _, _, ok := ki.get(atRev)
+	return ok
 }
 
 // findGeneration returns the generation that holds the key's state at main
@@ -143,9 +170,9 @@ func (ki *keyIndex) compact(atRev int64, available map[Revision]struct{}) (empty
 }
 
 // restore replays one revision read from the backend while rebuilding the
-// index. The version and creation revision come from the stored KeyValue,
-// since compaction may have removed the revisions before it.
-func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int64) {
+// index. The version, creation revision and lease come from the stored
+// KeyValue, since compaction may have removed the revisions before it.
+func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version, lease int64) {
 	g := &ki.generations[len(ki.generations)-1]
 	if tombstone {
 		if !g.isEmpty() {
@@ -158,5 +185,5 @@ func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int
 	}
 	g.revs = append(g.revs, rev)
 	g.ver = version
-	ki.modified = rev
+	ki.live, ki.lease = rev.Main, lease
 }

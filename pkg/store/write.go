@@ -40,7 +40,7 @@ func (w *WriteTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, erro
 	// not a bbolt transaction per key.
 	rt := w.s.b.Read()
 	defer rt.Close()
-	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, rt.Get)
+	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, rt)
 }
 
 func (w *WriteTxn) nextRevision() Revision {
@@ -68,7 +68,7 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 		w.err = err
 		return nil, err
 	}
-	w.s.index.put(key, rev)
+	w.s.index.put(key, rev, lease)
 	w.s.leases.attach(string(key), lease)
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
 	w.counts.puts++

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Counting walks the index: the allocations of a count do not grow with
+// the number of keys counted.
+func TestCountAllocatesNothingPerKey(t *testing.T) {
+	s := openTestStore(t)
+	const n = 200000
+	if err := loadKeys(s, n, 10000); err != nil {
+		t.Fatal(err)
+	}
+	// Tombstones and a key re-created, which the count must skip or see.
+	w := s.Write()
+	for _, k := range []string{"key-0000001", "key-0001500", "key-0150000"} {
+		if _, err := w.DeleteKeys([]byte(k), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	beforeDeletes := s.Rev() - 1
+	mustPut(t, s, "key-0001500", "again")
+	// The batches commit in the background; their allocations would count.
+	if err := s.Backend().ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+
+	count := func(end string, rev int64) (int64, float64) {
+		req := &pb.RangeRequest{Key: []byte("key-"), RangeEnd: []byte(end), CountOnly: true, Revision: rev}
+		var got int64
+		allocs := testing.AllocsPerRun(5, func() {
+			resp, err := s.Range(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = resp.Count
+		})
+		return got, allocs
+	}
+	few, fewAllocs := count("key-0002000", 0)
+	all, allAllocs := count("key-\xff", 0)
+	old, oldAllocs := count("key-\xff", beforeDeletes)
+	if few != 2000-1 || all != n-2 || old != n {
+		t.Errorf("counts %d, %d, %d at the revision before the deletes; want %d, %d, %d", few, all, old, 2000-1, n-2, n)
+	}
+	if allAllocs != fewAllocs || oldAllocs != fewAllocs {
+		t.Errorf("allocations per count: %v for 2,000 keys, %v for %d (%v at an older revision); want the same", fewAllocs, allAllocs, n, oldAllocs)
+	}
+}
+
+// A keys-only range answers from the index where it can: every field but
+// the value must be what the backend holds, at every revision, with leases
+// changed and keys deleted, re-created and compacted, and after the index
+// is rebuilt from the file.
+func TestKeysOnlyMatchesBackend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openStoreAt(t, path)
+	put := func(k string, lease int64) {
+		t.Helper()
+		w := s.Write()
+		if _, err := w.Put([]byte(k), []byte("v-"+k), lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(k string) {
+		t.Helper()
+		if _, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", 0)
+	put("b", 7)
+	put("a", 8) // a gets a lease
+	put("c", 0)
+	del("b")
+	put("b", 0) // b re-created without one
+	put("a", 0) // and a loses its lease
+	put("d", 9)
+	if _, err := s.Compact(4); err != nil {
+		t.Fatal(err)
+	}
+	put("c", 9)
+	del("d")
+
+	check := func(stage string) {
+		t.Helper()
+		for rev := int64(4); rev <= s.Rev(); rev++ {
+			for _, limit := range []int64{0, 2} {
+				req := &pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}, Revision: rev, Limit: limit}
+				withValues, err := s.Range(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, kv := range withValues.Kvs {
+					kv.Value = nil
+				}
+				keysOnly := proto.Clone(req).(*pb.RangeRequest)
+				keysOnly.KeysOnly = true
+				got, err := s.Range(keysOnly)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(got, withValues) {
+					t.Errorf("%s, revision %d, limit %d: keys only\n%v\nwant\n%v", stage, rev, limit, got, withValues)
+				}
+			}
+		}
+	}
+	check("running")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStoreAt(t, path)
+	check("reopened")
+	if t.Failed() {
+		return
+	}
+	resp, err := s.Range(&pb.RangeRequest{Key: []byte("c"), KeysOnly: true})
+	if err != nil || fmt.Sprint(resp.Kvs[0].Lease, resp.Kvs[0].Value == nil) != "9 true" {
+		t.Errorf("keys only of c: %v, %v; want lease 9 and no value", resp, err)
+	}
+}
