@@ -56,18 +56,36 @@ func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
 // returns false. An empty end means the single key; end "\x00" means every
 // key from key on.
 func (ti *treeIndex) visit(key, end []byte, fn func(*keyIndex) bool) {
-	pivot := &keyIndex{key: key}
-	switch {
-	case len(end) == 0:
-		if ki, ok := ti.tree.Get(pivot); ok {
+	if len(end) == 0 {
+		if ki, ok := ti.tree.Get(&keyIndex{key: key}); ok {
 			fn(ki)
 		}
-	case isInfiniteEnd(end):
-		ti.tree.AscendGreaterOrEqual(pivot, fn)
-	default:
-		if bytes.Compare(key, end) < 0 {
-			ti.tree.AscendRange(pivot, &keyIndex{key: end}, fn)
+		return
+	}
+	var from, to *keyIndex
+	if !isInfiniteEnd(end) {
+		if bytes.Compare(key, end) >= 0 {
+			return
 		}
+		to = &keyIndex{key: end}
+	}
+	// A bound beyond every key is dropped: the tree would compare it with
+	// the keys of each node (from) or with each key (to).
+	if first, ok := ti.tree.Min(); ok && bytes.Compare(key, first.key) > 0 {
+		from = &keyIndex{key: key}
+	}
+	if last, ok := ti.tree.Max(); ok && to != nil && bytes.Compare(last.key, end) < 0 {
+		to = nil
+	}
+	switch {
+	case from == nil && to == nil:
+		ti.tree.Ascend(fn)
+	case to == nil:
+		ti.tree.AscendGreaterOrEqual(from, fn)
+	case from == nil:
+		ti.tree.AscendLessThan(to, fn)
+	default:
+		ti.tree.AscendRange(from, to, fn)
 	}
 }
 
