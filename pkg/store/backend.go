@@ -447,6 +447,7 @@ type bucketReader struct {
 	bucket []byte
 	opened bool         // c is set, or the bucket is not in the file
 	c      *bolt.Cursor // opened on the first key not in the buffers
+	at     []byte       // the key c is at (nil: none)
 }
 
 func (rt *ReadTx) bucketReader(bucket []byte) *bucketReader {
@@ -470,7 +471,16 @@ func (br *bucketReader) get(key []byte) ([]byte, bool) {
 	if br.c == nil {
 		return nil, false
 	}
+	// Keys asked for in order, one after the other in the file (revisions
+	// written together), are the cursor's next: no search from the root.
+	if br.at != nil && bytes.Compare(key, br.at) > 0 {
+		if k, v := br.c.Next(); k != nil && bytes.Equal(k, key) {
+			br.at = k
+			return v, v != nil
+		}
+	}
 	k, v := br.c.Seek(key)
+	br.at = k
 	if v == nil || !bytes.Equal(k, key) {
 		return nil, false
 	}
