@@ -135,7 +135,7 @@ func BenchmarkIndexHeap1MKeys(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		ti := newTreeIndex()
 		for i := 0; i < 1000000; i++ {
-			ti.put(fmt.Appendf(nil, "/registry/pods/ns-%03d/pod-%07d", i%1000, i), Revision{Main: int64(i + 2)}, 0)
+			ti.put(fmt.Appendf(nil, "/registry/pods/ns-%03d/pod-%07d", i%1000, i), Revision{Main: int64(i + 2)})
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

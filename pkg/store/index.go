@@ -20,25 +20,18 @@ func newTreeIndex() *treeIndex {
 	return &treeIndex{tree: btree.NewG(32, lessKeyIndex)}
 }
 
-// keyAt is the state of one key at a revision, as the index knows it. The
-// lease is known (hasLease) when mod is the key's newest revision.
+// keyAt is the state of one key at a revision, as the index knows it.
 type keyAt struct {
-	key      []byte
-	mod      Revision
-	created  Revision
-	version  int64
-	lease    int64
-	hasLease bool
+	key     []byte
+	mod     Revision
+	created Revision
+	version int64
 }
 
 // at returns the state of ki at atRev.
 func (ki *keyIndex) at(atRev int64) (keyAt, bool) {
 	mod, created, ver, ok := ki.get(atRev)
-	if !ok {
-		return keyAt{}, false
-	}
-	lease, hasLease := ki.latestLease(mod)
-	return keyAt{key: ki.key, mod: mod, created: created, version: ver, lease: lease, hasLease: hasLease}, true
+	return keyAt{key: ki.key, mod: mod, created: created, version: ver}, ok
 }
 
 // get returns the state of key at atRev.
@@ -128,8 +121,8 @@ func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
 	return total
 }
 
-// put records that key changed at rev, a put attached to lease (0: none).
-func (ti *treeIndex) put(key []byte, rev Revision, lease int64) {
+// put records that key changed at rev.
+func (ti *treeIndex) put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	ki, ok := ti.tree.Get(&keyIndex{key: key})
@@ -137,7 +130,7 @@ func (ti *treeIndex) put(key []byte, rev Revision, lease int64) {
 		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
-	ki.put(rev, lease)
+	ki.put(rev)
 }
 
 // tombstone records that key was deleted at rev; false when it did not exist.
@@ -196,7 +189,7 @@ func (ti *treeIndex) len() int {
 }
 
 // restore replays one backend revision into the index (see keyIndex.restore).
-func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version, lease int64) {
+func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	ki, ok := ti.tree.Get(&keyIndex{key: key})
@@ -207,5 +200,5 @@ func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev
 		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
-	ki.restore(rev, tombstone, createRev, version, lease)
+	ki.restore(rev, tombstone, createRev, version)
 }

@@ -7,11 +7,10 @@ package store
 type keyIndex struct {
 	key         []byte
 	generations []generation
-	// When the key exists at the latest revision, live is the main
-	// revision of its newest put and lease that put's lease (0 otherwise):
-	// counts need not look into the generations, nor ranges without values
-	// into the backend (see existsAt, latestLease).
-	live, lease int64
+	// live is the main revision of the key's newest put when the key
+	// exists at the latest revision, else 0: most counts need not look into
+	// the generations (see existsAt).
+	live int64
 }
 
 type generation struct {
@@ -26,16 +25,15 @@ func newKeyIndex(key []byte) *keyIndex {
 	return &keyIndex{key: key, generations: []generation{{}}}
 }
 
-// put records a change of the key at rev, a put attached to lease (0: to
-// none) or, from tombstone, a deletion.
-func (ki *keyIndex) put(rev Revision, lease int64) {
+// put records a change of the key at rev.
+func (ki *keyIndex) put(rev Revision) {
 	g := &ki.generations[len(ki.generations)-1]
 	if g.isEmpty() {
 		g.created = rev
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
-	ki.live, ki.lease = rev.Main, lease
+	ki.live = rev.Main
 }
 
 // tombstone records the deletion of the key at rev and opens a new, empty
@@ -44,21 +42,10 @@ func (ki *keyIndex) tombstone(rev Revision) bool {
 	if ki.generations[len(ki.generations)-1].isEmpty() {
 		return false
 	}
-	ki.put(rev, 0)
+	ki.put(rev)
 	ki.generations = append(ki.generations, generation{})
 	ki.live = 0
 	return true
-}
-
-// latestLease returns the lease of the key-value at mod, a revision get
-// returned, when mod is the key's newest revision: the only one whose lease
-// the index keeps.
-func (ki *keyIndex) latestLease(mod Revision) (int64, bool) {
-	g := &ki.generations[len(ki.generations)-1]
-	if g.isEmpty() || g.revs[len(g.revs)-1] != mod {
-		return 0, false
-	}
-	return ki.lease, true
 }
 
 // existsAt reports whether the key exists at main revision atRev: get's
@@ -170,9 +157,9 @@ func (ki *keyIndex) compact(atRev int64, available map[Revision]struct{}) (empty
 }
 
 // restore replays one revision read from the backend while rebuilding the
-// index. The version, creation revision and lease come from the stored
-// KeyValue, since compaction may have removed the revisions before it.
-func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version, lease int64) {
+// index. The version and creation revision come from the stored KeyValue,
+// since compaction may have removed the revisions before it.
+func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int64) {
 	g := &ki.generations[len(ki.generations)-1]
 	if tombstone {
 		if !g.isEmpty() {
@@ -185,5 +172,5 @@ func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version, le
 	}
 	g.revs = append(g.revs, rev)
 	g.ver = version
-	ki.live, ki.lease = rev.Main, lease
+	ki.live = rev.Main
 }

@@ -12,7 +12,8 @@ type RangeOptions struct {
 	Rev   int64 // read at this revision; 0 for the current one
 	Count bool  // count only, return no key-values
 	// KeysOnly leaves the values out: the key-values come from the key
-	// index, without reading the backend, where it has their lease.
+	// index alone, without their leases, as etcd 3.7 answers a keys-only
+	// range; nothing is read from the backend.
 	KeysOnly bool
 }
 
@@ -86,8 +87,9 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 	size := 0
 	for i := range kas {
 		ka, kv := &kas[i], &kvs[i]
-		if opts.KeysOnly && ka.hasLease {
-			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease = ka.key, ka.created.Main, ka.mod.Main, ka.version, ka.lease
+		if opts.KeysOnly {
+			// What etcd answers: the index's fields, no lease.
+			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.key, ka.created.Main, ka.mod.Main, ka.version
 		} else {
 			if br == nil {
 				br = rt.bucketReader(BucketKey)
@@ -99,9 +101,6 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 			}
 			if err := decodeKeyValue(v, kv); err != nil {
 				return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
-			}
-			if opts.KeysOnly {
-				kv.Value = nil
 			}
 		}
 		size += len(kv.Key) + len(kv.Value)

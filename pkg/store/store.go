@@ -233,7 +233,7 @@ func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revisi
 	if key == nil {
 		key = []byte{}
 	}
-	index.restore(key, rev, tomb, kv.CreateRevision, kv.Version, kv.Lease)
+	index.restore(key, rev, tomb, kv.CreateRevision, kv.Version)
 	return rev, tomb, nil
 }
 

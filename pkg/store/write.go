@@ -68,7 +68,7 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 		w.err = err
 		return nil, err
 	}
-	w.s.index.put(key, rev, lease)
+	w.s.index.put(key, rev)
 	w.s.leases.attach(string(key), lease)
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
 	w.counts.puts++
