@@ -7,10 +7,6 @@ package store
 type keyIndex struct {
 	key         []byte
 	generations []generation
-	// live is the main revision of the key's newest put when the key
-	// exists at the latest revision, else 0: most counts need not look into
-	// the generations (see existsAt).
-	live int64
 }
 
 type generation struct {
@@ -33,7 +29,6 @@ func (ki *keyIndex) put(rev Revision) {
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
-	ki.live = rev.Main
 }
 
 // tombstone records the deletion of the key at rev and opens a new, empty
@@ -44,18 +39,17 @@ func (ki *keyIndex) tombstone(rev Revision) bool {
 	}
 	ki.put(rev)
 	ki.generations = append(ki.generations, generation{})
-	ki.live = 0
 	return true
 }
 
-// existsAt reports whether the key exists at main revision atRev: get's
-// answer without its revisions.
-func (ki *keyIndex) existsAt(atRev int64) bool {
-	if ki.live != 0 && ki.live <= atRev {
-		return true // the common case: live, and unchanged since atRev
+// liveSince returns the main revision of the key's newest put if the key
+// exists at the latest revision, else 0.
+func (ki *keyIndex) liveSince() int64 {
+	g := &ki.generations[len(ki.generations)-1]
+	if g.isEmpty() {
+		return 0
 	}
-	_, _, _, ok := ki.get(atRev)
-	return ok
+	return g.revs[len(g.revs)-1].Main
 }
 
 // findGeneration returns the generation that holds the key's state at main
@@ -172,5 +166,4 @@ func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int
 	}
 	g.revs = append(g.revs, rev)
 	g.ver = version
-	ki.live = rev.Main
 }
