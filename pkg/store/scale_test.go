@@ -61,6 +61,7 @@ func TestCountAllocatesNothingPerKey(t *testing.T) {
 // backend's key-values but the value and the lease (etcd 3.7.3 leaves the
 // lease out too), at every revision, with leases changed and keys deleted,
 // re-created and compacted, and after the index is rebuilt from the file.
+// A count-only range counts the same keys, whatever the limit.
 func TestKeysOnlyFromIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	s := openStoreAt(t, path)
@@ -114,6 +115,11 @@ func TestKeysOnlyFromIndex(t *testing.T) {
 				}
 				if !proto.Equal(got, want) {
 					t.Errorf("%s, revision %d, limit %d: keys only\n%v\nwant\n%v", stage, rev, limit, got, want)
+				}
+				countOnly := proto.Clone(req).(*pb.RangeRequest)
+				countOnly.CountOnly = true
+				if got, err := s.Range(countOnly); err != nil || got.Count != want.Count || len(got.Kvs) != 0 || got.More {
+					t.Errorf("%s, revision %d, limit %d: count only %v, %v; want count %d", stage, rev, limit, got, err, want.Count)
 				}
 			}
 		}
