@@ -108,6 +108,14 @@ func isInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []keyAt, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
+	n := 0
+	ti.visit(key, end, func(it indexItem) bool {
+		if it.existsAt(atRev) {
+			n++
+		}
+		return limit <= 0 || n < limit
+	})
+	kas = make([]keyAt, 0, n)
 	ti.visit(key, end, func(it indexItem) bool {
 		if limit > 0 && len(kas) == limit {
 			if it.existsAt(atRev) {
