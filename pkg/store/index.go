@@ -108,14 +108,7 @@ func isInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []keyAt, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	n := 0
-	ti.visit(key, end, func(it indexItem) bool {
-		if it.existsAt(atRev) {
-			n++
-		}
-		return limit <= 0 || n < limit
-	})
-	kas = make([]keyAt, 0, n)
+	kas = make([]keyAt, 0, ti.countLocked(key, end, atRev, limit))
 	ti.visit(key, end, func(it indexItem) bool {
 		if limit > 0 && len(kas) == limit {
 			if it.existsAt(atRev) {
@@ -138,14 +131,20 @@ func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []key
 func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	total := 0
+	return ti.countLocked(key, end, atRev, 0)
+}
+
+// countLocked is countAt that stops at limit keys (0: no limit). ti.mu is
+// held.
+func (ti *treeIndex) countLocked(key, end []byte, atRev int64, limit int) int {
+	n := 0
 	ti.visit(key, end, func(it indexItem) bool {
 		if it.existsAt(atRev) {
-			total++
+			n++
 		}
-		return true
+		return limit <= 0 || n < limit
 	})
-	return total
+	return n
 }
 
 // put records that key changed at rev.
