@@ -124,7 +124,9 @@ SERVER_RUNS=("etcd 1 put" "cairn 1 put" "etcd 1 range" "cairn 1 range" "etcd 3 p
 # The client comparisons: SIZE WORKLOAD, each on a fresh etcd.
 CLIENT_RUNS=("1 put" "1 range" "3 put")
 
-run_all() {
+# setup_run finds etcd, makes the work directory (removed at exit unless
+# KEEP is set) and builds cairn and the etcd-client load generator.
+setup_run() {
   ETCD_BIN=${ETCD_BIN:-$(bash ../shared/tools/reference-etcd.sh)}
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")
   RESULTS=$WORK/results
@@ -136,7 +138,10 @@ run_all() {
   ETCDCLIENT=$WORK/bin/etcd-client-bench
   go build -o "$CAIRN" ./cmd/cairn
   go build -o "$ETCDCLIENT" ./scripts/etcd-client-bench
+}
 
+run_all() {
+  setup_run
   local rep run order i kind size workload
   cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before" 2>/dev/null || true
   for ((rep = 1; rep <= REPEAT; rep++)); do
@@ -258,10 +263,13 @@ summarize() {
 }
 
 command -v jq >/dev/null || { echo "jq is needed to summarise the results" >&2; exit 1; }
-if [[ ${1:-} == --summarize ]]; then
-  RESULTS=${2:?--summarize needs the results directory of a kept run}
-  REPEAT=$(find "$RESULTS" -name 'etcd1-put.*.json' | wc -l)
-else
-  run_all
+# Sourced (by scripts/bench-scale.sh), the script only defines its functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  if [[ ${1:-} == --summarize ]]; then
+    RESULTS=${2:?--summarize needs the results directory of a kept run}
+    REPEAT=$(find "$RESULTS" -name 'etcd1-put.*.json' | wc -l)
+  else
+    run_all
+  fi
+  summarize
 fi
-summarize

@@ -62,6 +62,7 @@ func newBenchRangeCommand(g Globals, o *benchOptions) *cobra.Command {
 		consistency string
 		limit       int64
 		countOnly   bool
+		keysOnly    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "range <key> [range_end] [options]",
@@ -75,7 +76,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
 			if len(args) == 0 || len(args) > 2 {
 				return cmderr.BadArgs("bench range needs a key and an optional range_end")
 			}
-			req := &pb.RangeRequest{Key: []byte(args[0]), Limit: limit, CountOnly: countOnly}
+			req := &pb.RangeRequest{Key: []byte(args[0]), Limit: limit, CountOnly: countOnly, KeysOnly: keysOnly}
 			if len(args) == 2 {
 				req.RangeEnd = []byte(args[1])
 			}
@@ -88,7 +89,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
 			}
 			return runBench(cmd, g, o, func(s *benchSession) error {
 				return s.run("range", map[string]any{"key": args[0], "range_end": string(req.RangeEnd),
-					"consistency": consistency, "limit": limit, "count-only": countOnly},
+					"consistency": consistency, "limit": limit, "count-only": countOnly, "keys-only": keysOnly},
 					func(worker int) (loadgen.Request, error) {
 						kv := s.clientFor(worker).KV
 						return func(ctx context.Context, _ int) error {
@@ -102,6 +103,7 @@ range_end, linearizably (--consistency l, the default) or serializably (s).`,
 	cmd.Flags().StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
 	cmd.Flags().Int64Var(&limit, "limit", 0, "Maximum number of results per request (0 is no limit)")
 	cmd.Flags().BoolVar(&countOnly, "count-only", false, "Only count the keys")
+	cmd.Flags().BoolVar(&keysOnly, "keys-only", false, "Only get the keys, without their values")
 	return cmd
 }
 

@@ -447,18 +447,55 @@ func (rt *ReadTx) buffered(bucket, key []byte) (bufferedValue, bool) {
 
 // Get reads key from bucket.
 func (rt *ReadTx) Get(bucket, key []byte) ([]byte, bool) {
-	if rt.err != nil {
+	return rt.bucketReader(bucket).get(key)
+}
+
+// bucketReader reads many keys of one bucket of a view, as Get does,
+// through one bbolt cursor: it saves opening the bucket and a cursor for
+// each key. Values are valid until the view closes.
+type bucketReader struct {
+	rt     *ReadTx
+	bucket []byte
+	opened bool         // c is set, or the bucket is not in the file
+	c      *bolt.Cursor // opened on the first key not in the buffers
+	at     []byte       // the key c is at (nil: none)
+}
+
+func (rt *ReadTx) bucketReader(bucket []byte) *bucketReader {
+	return &bucketReader{rt: rt, bucket: bucket}
+}
+
+// get reads key.
+func (br *bucketReader) get(key []byte) ([]byte, bool) {
+	if br.rt.err != nil {
 		return nil, false
 	}
-	if bv, ok := rt.buffered(bucket, key); ok {
+	if bv, ok := br.rt.buffered(br.bucket, key); ok {
 		return bv.value, !bv.deleted
 	}
-	bk := rt.tx.Bucket(bucket)
-	if bk == nil {
+	if !br.opened {
+		br.opened = true
+		if bk := br.rt.tx.Bucket(br.bucket); bk != nil {
+			br.c = bk.Cursor()
+		}
+	}
+	if br.c == nil {
 		return nil, false
 	}
-	v := bk.Get(key)
-	return v, v != nil
+	// Keys asked for in order, one after the other in the file (revisions
+	// written together), are the cursor's next: no search from the root.
+	if br.at != nil && bytes.Compare(key, br.at) > 0 {
+		if k, v := br.c.Next(); k != nil && bytes.Equal(k, key) {
+			br.at = k
+			return v, v != nil
+		}
+	}
+	k, v := br.c.Seek(key)
+	br.at = k
+	if v == nil || !bytes.Equal(k, key) {
+		return nil, false
+	}
+	return v, true
 }
 
 // Range calls fn for each key of bucket in [start, end) (end nil: to the

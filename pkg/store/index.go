@@ -11,13 +11,34 @@ import (
 // concurrent use.
 type treeIndex struct {
 	mu   sync.RWMutex
-	tree *btree.BTreeG[*keyIndex]
+	tree *btree.BTreeG[indexItem]
 }
 
-func lessKeyIndex(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 }
+// indexItem is what the tree holds for a key: its keyIndex, and the main
+// revision of its newest put while the key exists at the latest revision (0
+// otherwise), so that counting reads no keyIndex for most keys: the items
+// lie side by side in the tree's nodes, the keyIndexes each elsewhere.
+type indexItem struct {
+	ki        *keyIndex
+	liveSince int64
+}
+
+func lessItem(a, b indexItem) bool { return bytes.Compare(a.ki.key, b.ki.key) < 0 }
+
+// itemFor is the item to look key up with.
+func itemFor(key []byte) indexItem { return indexItem{ki: &keyIndex{key: key}} }
+
+// existsAt reports whether the key exists at main revision atRev.
+func (it indexItem) existsAt(atRev int64) bool {
+	if it.liveSince != 0 && it.liveSince <= atRev {
+		return true // the common case: live, and unchanged since atRev
+	}
+	_, _, _, ok := it.ki.get(atRev)
+	return ok
+}
 
 func newTreeIndex() *treeIndex {
-	return &treeIndex{tree: btree.NewG(32, lessKeyIndex)}
+	return &treeIndex{tree: btree.NewG(32, lessItem)}
 }
 
 // keyAt is the state of one key at a revision, as the index knows it.
@@ -28,34 +49,55 @@ type keyAt struct {
 	version int64
 }
 
-// get returns the state of key at atRev.
-func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
-	ti.mu.RLock()
-	defer ti.mu.RUnlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
-	if !ok {
-		return keyAt{}, false
-	}
+// at returns the state of ki at atRev.
+func (ki *keyIndex) at(atRev int64) (keyAt, bool) {
 	mod, created, ver, ok := ki.get(atRev)
 	return keyAt{key: ki.key, mod: mod, created: created, version: ver}, ok
 }
 
-// visit calls fn for each keyIndex in [key, end) in key order until fn
-// returns false. An empty end means the single key; end "\x00" means every
-// key from key on.
-func (ti *treeIndex) visit(key, end []byte, fn func(*keyIndex) bool) {
-	pivot := &keyIndex{key: key}
+// get returns the state of key at atRev.
+func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	it, ok := ti.tree.Get(itemFor(key))
+	if !ok {
+		return keyAt{}, false
+	}
+	return it.ki.at(atRev)
+}
+
+// visit calls fn for the item of each key in [key, end) in key order until
+// fn returns false. An empty end means the single key; end "\x00" means
+// every key from key on.
+func (ti *treeIndex) visit(key, end []byte, fn func(indexItem) bool) {
+	if len(end) == 0 {
+		if it, ok := ti.tree.Get(itemFor(key)); ok {
+			fn(it)
+		}
+		return
+	}
+	from, to := itemFor(key), itemFor(end)
+	hasFrom, hasTo := true, !isInfiniteEnd(end)
+	if hasTo && bytes.Compare(key, end) >= 0 {
+		return
+	}
+	// A bound beyond every key is dropped: the tree would compare it with
+	// the keys of each node (from) or with each key (to).
+	if first, ok := ti.tree.Min(); ok && bytes.Compare(key, first.ki.key) <= 0 {
+		hasFrom = false
+	}
+	if last, ok := ti.tree.Max(); ok && hasTo && bytes.Compare(last.ki.key, end) < 0 {
+		hasTo = false
+	}
 	switch {
-	case len(end) == 0:
-		if ki, ok := ti.tree.Get(pivot); ok {
-			fn(ki)
-		}
-	case isInfiniteEnd(end):
-		ti.tree.AscendGreaterOrEqual(pivot, fn)
+	case !hasFrom && !hasTo:
+		ti.tree.Ascend(fn)
+	case !hasTo:
+		ti.tree.AscendGreaterOrEqual(from, fn)
+	case !hasFrom:
+		ti.tree.AscendLessThan(to, fn)
 	default:
-		if bytes.Compare(key, end) < 0 {
-			ti.tree.AscendRange(pivot, &keyIndex{key: end}, fn)
-		}
+		ti.tree.AscendRange(from, to, fn)
 	}
 }
 
@@ -66,44 +108,72 @@ func isInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []keyAt, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ti.visit(key, end, func(ki *keyIndex) bool {
-		mod, created, ver, ok := ki.get(atRev)
-		if !ok {
+	kas = make([]keyAt, 0, ti.countLocked(key, end, atRev, limit))
+	ti.visit(key, end, func(it indexItem) bool {
+		if limit > 0 && len(kas) == limit {
+			if it.existsAt(atRev) {
+				total++
+			}
 			return true
 		}
-		if limit <= 0 || len(kas) < limit {
-			kas = append(kas, keyAt{key: ki.key, mod: mod, created: created, version: ver})
+		ka, ok := it.ki.at(atRev)
+		if ok {
+			kas = append(kas, ka)
+			total++
 		}
-		total++
 		return true
 	})
 	return kas, total
 }
 
-// countAt returns how many keys in [key, end) exist at atRev.
+// countAt returns how many keys in [key, end) exist at atRev. It allocates
+// nothing per key.
 func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
-	_, total := ti.rangeAt(key, end, atRev, -1)
-	return total
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	return ti.countLocked(key, end, atRev, 0)
+}
+
+// countLocked is countAt that stops at limit keys (0: no limit). ti.mu is
+// held.
+func (ti *treeIndex) countLocked(key, end []byte, atRev int64, limit int) int {
+	n := 0
+	ti.visit(key, end, func(it indexItem) bool {
+		if it.existsAt(atRev) {
+			n++
+		}
+		return limit <= 0 || n < limit
+	})
+	return n
 }
 
 // put records that key changed at rev.
 func (ti *treeIndex) put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	it, ok := ti.tree.Get(itemFor(key))
 	if !ok {
-		ki = newKeyIndex(key)
-		ti.tree.ReplaceOrInsert(ki)
+		it.ki = newKeyIndex(key)
 	}
-	ki.put(rev)
+	it.ki.put(rev)
+	ti.update(it.ki)
+}
+
+// update stores ki's item after a change of ki. ti.mu is held.
+func (ti *treeIndex) update(ki *keyIndex) {
+	ti.tree.ReplaceOrInsert(indexItem{ki: ki, liveSince: ki.liveSince()})
 }
 
 // tombstone records that key was deleted at rev; false when it did not exist.
 func (ti *treeIndex) tombstone(key []byte, rev Revision) bool {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
-	return ok && ki.tombstone(rev)
+	it, ok := ti.tree.Get(itemFor(key))
+	if !ok || !it.ki.tombstone(rev) {
+		return false
+	}
+	ti.update(it.ki)
+	return true
 }
 
 // compact drops the history no read at or after atRev needs and returns the
@@ -112,15 +182,15 @@ func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
 	available := make(map[Revision]struct{})
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	var emptied []*keyIndex
-	ti.tree.Ascend(func(ki *keyIndex) bool {
-		if ki.compact(atRev, available) {
-			emptied = append(emptied, ki)
+	var emptied []indexItem
+	ti.tree.Ascend(func(it indexItem) bool {
+		if it.ki.compact(atRev, available) {
+			emptied = append(emptied, it)
 		}
 		return true
 	})
-	for _, ki := range emptied {
-		ti.tree.Delete(ki)
+	for _, it := range emptied {
+		ti.tree.Delete(it)
 	}
 	return available
 }
@@ -132,7 +202,8 @@ func (ti *treeIndex) keep(compactRev, atRev int64) (visible map[Revision]struct{
 	visible = make(map[Revision]struct{})
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ti.tree.Ascend(func(ki *keyIndex) bool {
+	ti.tree.Ascend(func(it indexItem) bool {
+		ki := it.ki
 		rev, ok := ki.kept(compactRev)
 		if !ok {
 			return true
@@ -157,13 +228,13 @@ func (ti *treeIndex) len() int {
 func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	it, ok := ti.tree.Get(itemFor(key))
 	if !ok {
 		if tombstone {
 			return // a deletion with no surviving history changes nothing
 		}
-		ki = newKeyIndex(key)
-		ti.tree.ReplaceOrInsert(ki)
+		it.ki = newKeyIndex(key)
 	}
-	ki.restore(rev, tombstone, createRev, version)
+	it.ki.restore(rev, tombstone, createRev, version)
+	ti.update(it.ki)
 }

@@ -6,7 +6,6 @@ package store
 // when the key does not exist at the latest revision.
 type keyIndex struct {
 	key         []byte
-	modified    Revision // the newest revision of any kind (put or tombstone)
 	generations []generation
 }
 
@@ -30,7 +29,6 @@ func (ki *keyIndex) put(rev Revision) {
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
-	ki.modified = rev
 }
 
 // tombstone records the deletion of the key at rev and opens a new, empty
@@ -42,6 +40,16 @@ func (ki *keyIndex) tombstone(rev Revision) bool {
 	ki.put(rev)
 	ki.generations = append(ki.generations, generation{})
 	return true
+}
+
+// liveSince returns the main revision of the key's newest put if the key
+// exists at the latest revision, else 0.
+func (ki *keyIndex) liveSince() int64 {
+	g := &ki.generations[len(ki.generations)-1]
+	if g.isEmpty() {
+		return 0
+	}
+	return g.revs[len(g.revs)-1].Main
 }
 
 // findGeneration returns the generation that holds the key's state at main
@@ -158,5 +166,4 @@ func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int
 	}
 	g.revs = append(g.revs, rev)
 	g.ver = version
-	ki.modified = rev
 }

@@ -50,7 +50,10 @@ func execRange(r ranger, req *pb.RangeRequest) (*pb.RangeResponse, error) {
 	} else if limit > 0 {
 		limit++
 	}
-	res, err := r.Range(req.Key, req.RangeEnd, RangeOptions{Limit: limit, Rev: req.Revision, Count: req.CountOnly})
+	// Sorting by value needs the values, even of a keys-only range (and etcd
+	// then answers with the leases too).
+	keysOnly := req.KeysOnly && req.SortTarget != pb.RangeRequest_VALUE
+	res, err := r.Range(req.Key, req.RangeEnd, RangeOptions{Limit: limit, Rev: req.Revision, Count: req.CountOnly, KeysOnly: keysOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,17 @@ func MarshalKeyValue(kv *mvccpb.KeyValue) []byte {
 // UnmarshalKeyValue decodes data into kv, which it resets first. Key and
 // Value are copies, so data may be reused. Unknown fields are skipped.
 func UnmarshalKeyValue(data []byte, kv *mvccpb.KeyValue) error {
+	if err := decodeKeyValue(data, kv); err != nil {
+		return err
+	}
+	kv.Key = append([]byte(nil), kv.Key...)
+	kv.Value = append([]byte(nil), kv.Value...)
+	return nil
+}
+
+// decodeKeyValue is UnmarshalKeyValue with Key and Value in data, not
+// copied.
+func decodeKeyValue(data []byte, kv *mvccpb.KeyValue) error {
 	kv.Reset()
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
@@ -70,9 +81,9 @@ func UnmarshalKeyValue(data []byte, kv *mvccpb.KeyValue) error {
 				return fmt.Errorf("decode KeyValue field %d: %w", num, protowire.ParseError(n))
 			}
 			if num == kvFieldKey {
-				kv.Key = append([]byte(nil), v...)
+				kv.Key = v
 			} else {
-				kv.Value = append([]byte(nil), v...)
+				kv.Value = v
 			}
 			data = data[n:]
 		case num >= kvFieldCreateRevision && num <= kvFieldLease && num != kvFieldValue && typ == protowire.VarintType:

@@ -40,7 +40,7 @@ func (w *WriteTxn) Range(key, end []byte, opts RangeOptions) (*RangeResult, erro
 	// not a bbolt transaction per key.
 	rt := w.s.b.Read()
 	defer rt.Close()
-	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, rt.Get)
+	return w.s.rangeKVs(key, end, opts, w.Rev(), compactRev, rt)
 }
 
 func (w *WriteTxn) nextRevision() Revision {

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// The benchmarks of ranges over a large keyspace share one store of
+// scaleKeys keys of 256 bytes ("key-0000000", "key-0000001", ...), built
+// once per test binary.
+const scaleKeys = 1000000
+
+var scale struct {
+	once sync.Once
+	dir  string
+	s    *Store
+	err  error
+}
+
+// TestMain removes the shared store of the scale benchmarks, if one was
+// built, once every test and benchmark has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if scale.s != nil {
+		scale.s.Close()
+	}
+	if scale.dir != "" {
+		os.RemoveAll(scale.dir)
+	}
+	os.Exit(code)
+}
+
+// scaleStore returns the shared store of scaleKeys keys, committed to bbolt.
+func scaleStore(b *testing.B) *Store {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	scale.once.Do(func() {
+		scale.dir, scale.err = os.MkdirTemp("", "cairn-store-scale-")
+		if scale.err != nil {
+			return
+		}
+		s, err := Open(Config{Backend: BackendConfig{Path: filepath.Join(scale.dir, "db"), BatchLimit: 100000}})
+		if err != nil {
+			scale.err = err
+			return
+		}
+		if scale.err = loadKeys(s, scaleKeys, 10000); scale.err == nil {
+			scale.err = s.Backend().ForceCommit()
+		}
+		scale.s = s
+	})
+	if scale.err != nil {
+		b.Fatal(scale.err)
+	}
+	return scale.s
+}
+
+// loadKeys puts n keys of 256 bytes into s, perTxn of them in each write
+// transaction.
+func loadKeys(s *Store, n, perTxn int) error {
+	for i := 0; i < n; i += perTxn {
+		w := s.Write()
+		for j := i; j < min(i+perTxn, n); j++ {
+			if _, err := w.Put(fmt.Appendf(nil, "key-%07d", j), benchValue, 0); err != nil {
+				w.End()
+				return err
+			}
+		}
+		if err := w.End(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkScaleCountAll counts every key of the 1M-key store.
+func BenchmarkScaleCountAll(b *testing.B) {
+	s := scaleStore(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := s.Range(&pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}, CountOnly: true})
+		if err != nil || resp.Count != scaleKeys {
+			b.Fatal(resp.GetCount(), err)
+		}
+	}
+}
+
+// BenchmarkScaleKeysOnly10k reads the keys of a 10,000-key prefix of the
+// 1M-key store, without their values.
+func BenchmarkScaleKeysOnly10k(b *testing.B) {
+	benchScalePrefix(b, true)
+}
+
+// BenchmarkScaleRange10k reads the keys and values of a 10,000-key prefix
+// of the 1M-key store.
+func BenchmarkScaleRange10k(b *testing.B) {
+	benchScalePrefix(b, false)
+}
+
+func benchScalePrefix(b *testing.B, keysOnly bool) {
+	s := scaleStore(b)
+	req := &pb.RangeRequest{Key: []byte("key-001"), RangeEnd: []byte("key-002"), KeysOnly: keysOnly}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := s.Range(req)
+		if err != nil || len(resp.Kvs) != 10000 {
+			b.Fatal(len(resp.GetKvs()), err)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Measures real etcd 3.7.3 and `cairn serve` side by side over a large
+# keyspace: in each round, a fresh single member of each (the order of the two
+# reversed every other round) is loaded with KEYS keys of 256 bytes by the same
+# load generator (`cairn bench txn-put`, TXN_OPS puts a transaction: 10, so
+# that the raft log both keep in memory, up to 15,000 entries with the default
+# snapshot count, holds some 40 MB rather than the 400 MB of transactions of
+# 100), then measured:
+#
+#   count     count-only range of every key (all but the first, whose key is
+#             zeros, which a command line cannot hold: 999,999 of 1,000,000)
+#   keys      keys-only range of 10,000 keys
+#   values    range of the same 10,000 keys with their values
+#   RSS       of the member after the load, and after the measurements
+#
+# one request at a time (1 client), COUNTS counts and RANGES ranges, after one
+# unmeasured request of each. Latencies are the mean per request. The output
+# ends with a Markdown table for BENCHMARKS.md: medians over the rounds, and the
+# median (lowest–highest) of the cairn/etcd ratios taken within each round.
+#
+#   bash scripts/bench-scale.sh                 # ROUNDS=3 KEYS=1000000 TXN_OPS=10 COUNTS=20 RANGES=50
+#   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
+#
+# Servers, ports and data directories as in scripts/bench-side-by-side.sh,
+# whose functions this script uses.
+set -euo pipefail
+# shellcheck source=bench-side-by-side.sh
+source "$(dirname "$0")/bench-side-by-side.sh"
+
+ROUNDS=${ROUNDS:-3}
+KEYS=${KEYS:-1000000}
+COUNTS=${COUNTS:-20}
+RANGES=${RANGES:-50}
+TXN_OPS=${TXN_OPS:-10}
+# The keys are those of etcd's benchmark tool: 8 bytes, the varint of the
+# key's number, zero-padded. Of the first 1,000,000, [LO, HI) holds exactly
+# 10,000; the script prints how many it found.
+LO=$'\x80\x80'
+HI=$'\x80\xd2\x46'
+ALL=($'\x01' $'\xff')
+
+# bench_range NAME ROUND ARGS...: one unmeasured range, then the measured ones,
+# kept as NAME.ROUND.json.
+bench_range() {
+  local name=$1 round=$2 total=$3
+  shift 3
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 1 --conns 1 --total 1 range "$@" >/dev/null
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 1 --conns 1 --total "$total" range "$@" >"$RESULTS/$name.$round.json"
+  jq -r --arg n "$name" '"#   \($n): \(.latency_seconds.average * 100000 | round / 100) ms per request, failed \(.failed)"' \
+    "$RESULTS/$name.$round.json" >&2
+}
+
+# rss NAME ROUND: the member's resident set, kept as NAME.ROUND.json.
+rss() {
+  local kib
+  kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/${PIDS[0]}/status")
+  echo "{\"rss_kib\": $kib}" >"$RESULTS/$1.$2.json"
+  log "  $1: $((kib / 1024)) MiB"
+}
+
+# count_of KEY END: the number of keys in [KEY, END), as the member counts them.
+count_of() {
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 "$1" "$2" | jq .count
+}
+
+measure_round() {
+  local kind=$1 round=$2 start
+  start_cluster "$kind" 1
+  start=$SECONDS
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 100 --conns 10 --total $((KEYS / TXN_OPS)) \
+    txn-put --txn-ops "$TXN_OPS" --key-size 8 --val-size 256 --sequential-keys --key-space-size "$KEYS" \
+    >"$RESULTS/$kind-load.$round.json"
+  log "  loaded $KEYS keys in $((SECONDS - start)) s; $(count_of "${ALL[@]}") counted, $(count_of "$LO" "$HI") in the 10,000-key range"
+  sleep 1 # the last batch commits
+  rss "$kind-rss-load" "$round"
+  bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
+  bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
+  bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
+  rss "$kind-rss-after" "$round"
+  stop_servers
+}
+
+setup_run
+cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before"
+for ((round = 1; round <= ROUNDS; round++)); do
+  order=(etcd cairn)
+  if ((round % 2 == 0)); then order=(cairn etcd); fi
+  for kind in "${order[@]}"; do
+    log "round $round: $kind"
+    measure_round "$kind" "$round"
+  done
+done
+cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
+
+# ---- summary -----------------------------------------------------------------
+
+REPEAT=$ROUNDS # for median and paired
+ms() { awk -v s="$1" 'BEGIN { printf "%.1f ms", s * 1000 }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
+echo
+echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores; $ROUNDS rounds; $KEYS keys of 256 bytes on one member."
+echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); after: $(cat "$RESULTS/loadavg-after")."
+echo "Figures: medians over the rounds. Ratios (lower is better): median (lowest–highest) of cairn/etcd within each round."
+echo
+echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
+echo "|---|---|---|---|"
+for row in "count:count-only range of all keys ($COUNTS requests)" \
+  "keys:keys-only range of 10,000 keys ($RANGES requests)" \
+  "values:range of 10,000 keys with values ($RANGES requests)"; do
+  name=${row%%:*}
+  echo "| ${row#*:} | $(ms "$(median "etcd-$name" .latency_seconds.average)") |" \
+    "$(ms "$(median "cairn-$name" .latency_seconds.average)") |" \
+    "$(paired "cairn-$name" "etcd-$name" .latency_seconds.average) |"
+done
+for row in "rss-load:RSS after the load" "rss-after:RSS after the measurements"; do
+  name=${row%%:*}
+  echo "| ${row#*:} | $(mib "$(median "etcd-$name" .rss_kib)") | $(mib "$(median "cairn-$name" .rss_kib)") |" \
+    "$(paired "cairn-$name" "etcd-$name" .rss_kib) |"
+done
+echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median etcd-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
+  "$(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
+  "$(paired cairn-load etcd-load .requests_per_second) |"
