@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -350,7 +351,7 @@ func TestBcryptCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := s.Store().Write()
-		u, err := store.UnmarshalAuthUser(w.Backend().Get(store.BucketAuthUsers, []byte("alice")))
+		u, err := auth.UnmarshalAuthUser(w.Backend().Get(store.BucketAuthUsers, []byte("alice")))
 		w.End()
 		if err != nil {
 			t.Fatal(err)

@@ -52,7 +52,7 @@ func readState(r Reader) (*state, error) {
 	var err error
 	if rerr := r.Range(store.BucketAuthUsers, nil, nil, func(k, v []byte) bool {
 		var u *authpb.User
-		if u, err = store.UnmarshalAuthUser(v); err != nil {
+		if u, err = UnmarshalAuthUser(v); err != nil {
 			err = fmt.Errorf("user %q: %w", k, err)
 			return false
 		}
@@ -66,7 +66,7 @@ func readState(r Reader) (*state, error) {
 	}
 	if rerr := r.Range(store.BucketAuthRoles, nil, nil, func(k, v []byte) bool {
 		var role *authpb.Role
-		if role, err = store.UnmarshalAuthRole(v); err != nil {
+		if role, err = UnmarshalAuthRole(v); err != nil {
 			err = fmt.Errorf("role %q: %w", k, err)
 			return false
 		}
@@ -106,4 +106,22 @@ func putEnabled(w Writer, enabled bool) error {
 		v = enabledValue
 	}
 	return w.Put(store.BucketAuth, store.AuthEnabledKey, v)
+}
+
+// UnmarshalAuthUser decodes a value of the authUsers bucket.
+func UnmarshalAuthUser(b []byte) (*authpb.User, error) {
+	u := new(authpb.User)
+	if err := proto.Unmarshal(b, u); err != nil {
+		return nil, fmt.Errorf("decode auth user: %w", err)
+	}
+	return u, nil
+}
+
+// UnmarshalAuthRole decodes a value of the authRoles bucket.
+func UnmarshalAuthRole(b []byte) (*authpb.Role, error) {
+	r := new(authpb.Role)
+	if err := proto.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("decode auth role: %w", err)
+	}
+	return r, nil
 }

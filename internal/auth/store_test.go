@@ -304,7 +304,7 @@ func TestRoleDeleteTakesTheRoleFromUsers(t *testing.T) {
 	root := Info{Username: "root", Revision: s.Revision()}
 	apply(t, s, db, root, &pb.InternalRaftRequest{AuthRoleDelete: &pb.AuthRoleDeleteRequest{Role: "reader"}})
 	u, _ := db.Get(store.BucketAuthUsers, []byte("alice"))
-	user, err := store.UnmarshalAuthUser(u)
+	user, err := UnmarshalAuthUser(u)
 	if err != nil || len(user.Roles) != 0 {
 		t.Fatalf("alice after deleting her role: %v %v", user, err)
 	}

@@ -25,7 +25,7 @@ func SetPasswordsOffline(t testing.TB, dataDir string, passwords map[string]stri
 	w := st.Write()
 	defer w.End()
 	for name, pw := range passwords {
-		u, err := store.UnmarshalAuthUser(w.Backend().Get(store.BucketAuthUsers, []byte(name)))
+		u, err := auth.UnmarshalAuthUser(w.Backend().Get(store.BucketAuthUsers, []byte(name)))
 		if err != nil {
 			t.Fatalf("user %s of the data dir: %v", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -79,7 +80,7 @@ func decodeMetaEntry(k, v []byte) (string, error) {
 		}
 		return fmt.Sprintf("key=%q, value={%d %d}", k, rev.Main, rev.Sub), nil
 	case string(store.MetaConfState):
-		if _, err := store.UnmarshalConfState(v); err != nil {
+		if _, err := cluster.UnmarshalConfState(v); err != nil {
 			return "", err
 		}
 	}
@@ -88,7 +89,7 @@ func decodeMetaEntry(k, v []byte) (string, error) {
 
 // decodeLeaseEntry renders a lease's ID and TTLs.
 func decodeLeaseEntry(k, v []byte) (string, error) {
-	if _, err := store.ParseLeaseKey(k); err != nil {
+	if _, err := parseLeaseKey(k); err != nil {
 		return "", err
 	}
 	l, err := store.UnmarshalLeaseRecord(v)
@@ -119,7 +120,7 @@ func decodeAuthEntry(k, v []byte) (string, error) {
 // decodeAuthUserEntry renders a user's name, roles and options; never the
 // password hash.
 func decodeAuthUserEntry(_, v []byte) (string, error) {
-	u, err := store.UnmarshalAuthUser(v)
+	u, err := auth.UnmarshalAuthUser(v)
 	if err != nil {
 		return "", err
 	}
@@ -136,7 +137,7 @@ func decodeAuthUserEntry(_, v []byte) (string, error) {
 
 // decodeAuthRoleEntry renders a role's name and key permissions.
 func decodeAuthRoleEntry(_, v []byte) (string, error) {
-	r, err := store.UnmarshalAuthRole(v)
+	r, err := auth.UnmarshalAuthRole(v)
 	if err != nil {
 		return "", err
 	}
@@ -195,7 +196,7 @@ func decodeClusterEntry(k, v []byte) (string, error) {
 
 // decodeAlarmEntry renders an alarm: the member that raised it and its type.
 func decodeAlarmEntry(k, _ []byte) (string, error) {
-	a, err := store.UnmarshalAlarmKey(k)
+	a, err := unmarshalAlarmKey(k)
 	if err != nil {
 		return "", err
 	}

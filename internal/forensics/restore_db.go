@@ -167,7 +167,7 @@ func setRaftPosition(tx *bolt.Tx, c *restoreCluster) error {
 	for k, v := range map[string][]byte{
 		string(store.MetaConsistentIndex): store.EncodeUint64(uint64(len(c.members))),
 		string(store.MetaTerm):            store.EncodeUint64(restoreTerm),
-		string(store.MetaConfState):       store.MarshalConfState(&raftpb.ConfState{Voters: ids}),
+		string(store.MetaConfState):       cluster.MarshalConfState(&raftpb.ConfState{Voters: ids}),
 	} {
 		if err := meta.Put([]byte(k), v); err != nil {
 			return fmt.Errorf("write meta %s: %w", k, err)

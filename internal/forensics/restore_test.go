@@ -60,7 +60,7 @@ func TestRestoreMatchesEtcdutl(t *testing.T) {
 	// in ours, the snapshot's old one in etcdutl's.
 	o := strings.Split(mustRun(t, "dump-db", "iterate-bucket", ours, "meta", "--decode"), "\n")
 	e := strings.Split(mustRun(t, "dump-db", "iterate-bucket", theirs, "meta", "--decode"), "\n")
-	wantConf := fmt.Sprintf("key=%q, value=%q", store.MetaConfState, store.MarshalConfState(&raftpb.ConfState{Voters: memberIDs(t, theirs)}))
+	wantConf := fmt.Sprintf("key=%q, value=%q", store.MetaConfState, cluster.MarshalConfState(&raftpb.ConfState{Voters: memberIDs(t, theirs)}))
 	for i := range e {
 		if strings.Contains(e[i], `"confState"`) {
 			if o[i] != wantConf {

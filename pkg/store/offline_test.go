@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
@@ -118,13 +117,6 @@ func TestOfflineFixture(t *testing.T) {
 }
 
 func TestDecodeBuckets(t *testing.T) {
-	cs := MarshalConfState(&raftpb.ConfState{Voters: []uint64{2255496909790476482}})
-	if string(cs) != `{"voters":[2255496909790476482],"auto_leave":false}` {
-		t.Errorf("confState %s", cs)
-	}
-	if back, err := UnmarshalConfState(cs); err != nil || back.GetVoters()[0] != 2255496909790476482 {
-		t.Errorf("UnmarshalConfState: %v %v", back, err)
-	}
 	if _, err := DecodeUint64([]byte{1, 2}); err == nil {
 		t.Error("DecodeUint64 accepted 2 bytes")
 	}
