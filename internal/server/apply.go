@@ -13,7 +13,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -219,7 +221,7 @@ func (s *Server) applyRequest(w *store.WriteTxn, req *pb.InternalRaftRequest, in
 	if s.alarms.NoSpace() && writesData(req) {
 		return applyResult{err: ErrNoSpace}
 	}
-	if s.alarms.Corrupt() && refusedWhenCorrupt(req) {
+	if s.alarms.Corrupt() && alarm.RefusedWhenCorrupt(req) {
 		return applyResult{err: ErrCorrupt}
 	}
 	// A put (alone or in a txn) may name only a lease that exists at this
@@ -290,7 +292,7 @@ func (s *Server) applyMemberAttrs(w *store.WriteTxn, req *pb.InternalRaftRequest
 // applyConfChange changes the membership and tells raft.
 func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already bool) error {
 	var result error
-	if removesLastVoter(s.confState, cc) {
+	if cluster.RemovesLastVoter(s.confState, cc) {
 		s.log.Warn("refused a conf change that removes the last voter", "member-id", fmt.Sprintf("%x", cc.GetNodeId()), "index", e.GetIndex())
 		result = ErrNotEnoughStarted
 	}

@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 		s.log.Warn("rejecting member add request; local member has not been connected to majority peers, reconfigure breaks active quorum", "peer-urls", peerURLs, "learner", isLearner, "err", err)
 		return Member{}, nil, err
 	}
-	m := Member{ID: MemberID(peerURLs, s.cfg.InitialClusterToken, time.Now().Unix()), PeerURLs: peerURLs, IsLearner: isLearner}
+	m := Member{ID: cluster.MemberID(peerURLs, s.cfg.InitialClusterToken, time.Now().Unix()), PeerURLs: peerURLs, IsLearner: isLearner}
 	typ := raftpb.ConfChangeType_ConfChangeAddNode
 	if isLearner {
 		typ = raftpb.ConfChangeType_ConfChangeAddLearnerNode
@@ -179,7 +180,7 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 // existing): it learns the cluster from a peer and waits for the leader to
 // send it the log or a snapshot.
 func (s *Server) join() error {
-	initial, err := ParseInitialCluster(s.cfg.InitialCluster)
+	initial, err := cluster.ParseInitial(s.cfg.InitialCluster)
 	if err != nil {
 		return err
 	}

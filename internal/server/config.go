@@ -299,7 +299,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("cannot bind both --listen-client-urls and --listen-client-http-urls on the same url %s", u)
 		}
 	}
-	peers, err := ParseInitialCluster(c.InitialCluster)
+	peers, err := cluster.ParseInitial(c.InitialCluster)
 	if err != nil {
 		return err
 	}

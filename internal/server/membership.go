@@ -14,14 +14,6 @@ import (
 // Member is a member of the cluster, as the members bucket stores it.
 type Member = cluster.Member
 
-// The member and cluster IDs and the --initial-cluster syntax are etcd's,
-// in pkg/cluster, which the offline restore applies too.
-var (
-	MemberID            = cluster.MemberID
-	ClusterID           = cluster.ID
-	ParseInitialCluster = cluster.ParseInitial
-)
-
 // membership is the cluster's member list, mirrored in the members bucket.
 type membership struct {
 	mu      sync.RWMutex

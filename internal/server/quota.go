@@ -4,8 +4,6 @@ import (
 	"context"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"github.com/cairnkv/cairn/internal/alarm"
 )
 
 // quotaOverhead is the room a write is expected to take beyond its own bytes.
@@ -63,7 +61,3 @@ func (s *Server) IsLearner() bool {
 
 // Alarms returns the raised alarms.
 func (s *Server) Alarms() []*pb.AlarmMember { return s.alarms.List(0, pb.AlarmType_NONE) }
-
-// refusedWhenCorrupt is what fails while the CORRUPT alarm is raised
-// (alarm.RefusedWhenCorrupt).
-var refusedWhenCorrupt = alarm.RefusedWhenCorrupt

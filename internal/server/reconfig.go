@@ -57,7 +57,3 @@ func (s *Server) checkPromote() error {
 	}
 	return cluster.CheckPromote(s.voterStates())
 }
-
-// removesLastVoter: a conf change that would leave raft with no voter is
-// refused at apply too (cluster.RemovesLastVoter).
-var removesLastVoter = cluster.RemovesLastVoter

@@ -22,6 +22,7 @@ import (
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
@@ -244,11 +245,11 @@ func (s *Server) bootstrap() error {
 	}
 	if s.cfg.Discover != nil {
 		s.log.Info("Bootstrapping cluster using v3 discovery.")
-		cluster, err := s.cfg.Discover(MemberID(s.cfg.InitialAdvertisePeerURLs, s.cfg.InitialClusterToken, 0), s.cfg.InitialCluster)
+		initial, err := s.cfg.Discover(cluster.MemberID(s.cfg.InitialAdvertisePeerURLs, s.cfg.InitialClusterToken, 0), s.cfg.InitialCluster)
 		if err != nil {
 			return fmt.Errorf("failed to join discovery cluster (%w)", err)
 		}
-		s.cfg.InitialCluster = cluster
+		s.cfg.InitialCluster = initial
 	}
 	return s.startNew()
 }
@@ -269,14 +270,14 @@ func (s *Server) raftConfig() *raft.Config {
 
 // startNew creates the WAL of a member of a new cluster.
 func (s *Server) startNew() error {
-	initial, err := ParseInitialCluster(s.cfg.InitialCluster)
+	initial, err := cluster.ParseInitial(s.cfg.InitialCluster)
 	if err != nil {
 		return err
 	}
 	var ids []uint64
 	var peers []raft.Peer
 	for name, urls := range initial {
-		m := Member{ID: MemberID(urls, s.cfg.InitialClusterToken, 0), Name: name, PeerURLs: urls}
+		m := Member{ID: cluster.MemberID(urls, s.cfg.InitialClusterToken, 0), Name: name, PeerURLs: urls}
 		ids = append(ids, m.ID)
 		if name == s.cfg.Name {
 			s.id = m.ID
@@ -288,7 +289,7 @@ func (s *Server) startNew() error {
 		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
 		s.members.members[m.ID] = &m
 	}
-	s.clusterID = ClusterID(ids)
+	s.clusterID = cluster.ID(ids)
 	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.walOptions())
 	if err != nil {
 		return err
