@@ -123,8 +123,10 @@ func TestProxyLeavesOutARefusingEndpoint(t *testing.T) {
 		t.Errorf("the endpoint was not tried again after its delay:\n%s", log.String())
 	}
 
+	// The client sends nothing: a socket closed with unread bytes would
+	// answer with a reset instead of the end of stream this checks for.
 	none := startProxy(t, &Proxy{Endpoints: []string{refusedAddr(t)}, RetryDelay: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if got := roundTrip(t, none, "x"); got != "" {
+	if got := roundTrip(t, none, ""); got != "" {
 		t.Errorf("with no endpoint, the proxy answered %q", got)
 	}
 }
