@@ -30,6 +30,7 @@ var grpcErrors = map[error]error{
 	server.ErrNoSpace:             rpctypes.ErrGRPCNoSpace,
 	server.ErrCorrupt:             rpctypes.ErrGRPCCorrupt,
 	server.ErrNoLeader:            rpctypes.ErrGRPCNoLeader,
+	server.ErrLeaderChanged:       rpctypes.ErrGRPCLeaderChanged,
 	server.ErrNotLeader:           rpctypes.ErrGRPCNotLeader,
 	server.ErrTimeout:             rpctypes.ErrGRPCTimeout,
 	server.ErrStopped:             rpctypes.ErrGRPCStopped,

@@ -1,11 +1,20 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnkv/cairn/internal/server"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // TestHealthEndpoints: /health, /livez and /readyz answer as etcd 3.7.3's
@@ -52,5 +61,46 @@ func TestHealthEndpoints(t *testing.T) {
 		if _, code, body := get(t, hc, m.curl+c.path); code != c.code || body != c.body {
 			t.Errorf("leaderless %s: %d %q, want %d %q", c.path, code, body, c.code, c.body)
 		}
+	}
+}
+
+// TestReadWhenTheLeaderIsLostDuringIt: a linearizable read that was
+// waiting when the member lost its leader fails with etcd's "leader
+// changed", over gRPC (Unavailable, which clients retry elsewhere) and in
+// /readyz (etcd's TestHTTPLivezReadyzHandler/network_partitioned asks for
+// it), not with the "no leader" of a read that finds no leader at once.
+func TestReadWhenTheLeaderIsLostDuringIt(t *testing.T) {
+	ms := startInProcess(t, 3, func(cfg *server.Config) {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 50*time.Millisecond, time.Second
+	})
+	m := ms[0]
+	hc := &http.Client{Timeout: 10 * time.Second}
+	conn, err := grpc.NewClient(strings.TrimPrefix(m.curl, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	kv := pb.NewKVClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {
+		t.Fatalf("healthy range: %v", err)
+	}
+	ms[1].stop()
+	ms[2].stop()
+	if m.s.Leader() == 0 {
+		t.Fatal("the member lost its leader before the reads began")
+	}
+	rangeErr := make(chan error, 1)
+	go func() {
+		_, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("k")})
+		rangeErr <- err
+	}()
+	want := "[-]linearizable_read failed: etcdserver: leader changed\nreadyz check failed\n"
+	if _, code, body := get(t, hc, m.curl+"/readyz/linearizable_read"); code != 503 || body != want {
+		t.Errorf("/readyz/linearizable_read: %d %q, want 503 %q", code, body, want)
+	}
+	if err := <-rangeErr; status.Code(err) != codes.Unavailable || !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaderChanged) {
+		t.Errorf("range: %v, want %v (Unavailable)", err, rpctypes.ErrLeaderChanged)
 	}
 }

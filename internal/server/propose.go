@@ -128,26 +128,46 @@ func (s *Server) proposeError(ctx context.Context, err error) error {
 
 // LinearizableReadNotify returns once this member has applied everything
 // committed before the call, as confirmed by the leader (ReadIndex).
-// Concurrent callers share one ReadIndex round.
+// Concurrent callers share one ReadIndex round. A member without a leader
+// refuses at once (ErrNoLeader); a read that was waiting when the member
+// lost its leader fails as etcd's does, with ErrLeaderChanged.
 func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	changed := s.leaderless.Changed()
 	if s.leaderID.Load() == 0 {
 		return ErrNoLeader
 	}
-	done := make(chan error, 1)
-	select {
-	case s.readc <- done:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stopc:
-		return ErrStopped
+	leaderLost := func() bool {
+		changed = s.leaderless.Changed()
+		return s.leaderID.Load() == 0
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stopc:
-		return ErrStopped
+	done := make(chan error, 1)
+	for queued := false; !queued; {
+		select {
+		case s.readc <- done:
+			queued = true
+		case <-changed:
+			if leaderLost() {
+				return ErrLeaderChanged
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopc:
+			return ErrStopped
+		}
+	}
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-changed:
+			if leaderLost() {
+				return ErrLeaderChanged
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopc:
+			return ErrStopped
+		}
 	}
 }
 
@@ -207,7 +227,7 @@ func (s *Server) readIndex(seq uint64) error {
 			// one at once instead of at the next retry.
 			changed = s.leaderless.Changed()
 			if s.leaderID.Load() == 0 {
-				return ErrNoLeader
+				return ErrLeaderChanged // as etcd answers a read its leader left
 			}
 			send()
 		case rs := <-s.readState:
