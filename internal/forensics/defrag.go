@@ -18,9 +18,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
-// defragTxSize bounds the size of each write transaction of the copy.
-const defragTxSize = 64 << 20
-
 // AttachOfflineDefrag gives the online defrag command --data-dir, which
 // defragments the db of a data directory whose member is not running, as
 // etcdutl defrag does; without it, defrag stays the online command.
@@ -130,21 +127,18 @@ func compactInto(src, dst string, mode os.FileMode) (srcInUse, dstInUse int64, e
 		return 0, 0, fmt.Errorf("open %s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := bolt.Open(dst, mode, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if srcInUse, err = inUse(in); err != nil {
+		return 0, 0, err
+	}
+	if err := boltfile.CompactTo(in, dst, mode); err != nil {
+		return 0, 0, err
+	}
+	out, err := bolt.Open(dst, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
 	if err != nil {
-		return 0, 0, fmt.Errorf("create %s: %w", dst, err)
+		return 0, 0, fmt.Errorf("open the copy %s: %w", dst, err)
 	}
-	if err := bolt.Compact(out, in, defragTxSize); err != nil {
-		out.Close()
-		return 0, 0, fmt.Errorf("copy %s: %w", src, err)
-	}
-	srcInUse, err = inUse(in)
-	if err == nil {
-		dstInUse, err = inUse(out)
-	}
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", dst, cerr)
-	}
+	defer out.Close()
+	dstInUse, err = inUse(out)
 	return srcInUse, dstInUse, err
 }
 

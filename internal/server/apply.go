@@ -395,10 +395,14 @@ func (s *Server) maybeSnapshot() error {
 	if !(due || s.snapshotForced) || s.appliedIndex <= s.snapshotIndex {
 		return nil
 	}
-	s.snapshotForced = false
-	if err := s.st().Backend().ForceCommit(); err != nil {
+	// The snapshot needs the db to hold what it covers; during a
+	// defragmentation that commit would hold up the apply loop, so the
+	// snapshot waits for a later entry.
+	committed, err := s.st().Backend().CommitUnlessDefragging()
+	if err != nil || !committed {
 		return err
 	}
+	s.snapshotForced = false
 	data, err := s.snapshotData()
 	if err != nil {
 		return err

@@ -71,10 +71,16 @@ func (c *BackendConfig) withDefaults() {
 type Backend struct {
 	cfg BackendConfig
 
-	// dbMu is held shared by readers and commits, and exclusively while the
-	// file is swapped (defragmentation, close).
+	// dbMu guards db, the file: held shared to begin a transaction on it,
+	// exclusively to swap it for its defragmented copy or close it. A view
+	// keeps the file it began on; bbolt's Close waits for such views.
 	dbMu sync.RWMutex
 	db   *bolt.DB
+	// retired are files a defragmentation replaced, closed in the
+	// background once their last view ends; Close waits for them.
+	retired sync.WaitGroup
+	// defrags counts the defragmentations running or waiting to.
+	defrags atomic.Int32
 
 	// commitMu serialises commits: bbolt has one write transaction at a time.
 	commitMu sync.Mutex
@@ -173,6 +179,11 @@ func (b *Backend) commitLoop() {
 func (b *Backend) commit() error {
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
+	return b.commitHeld()
+}
+
+// commitHeld is commit with commitMu held.
+func (b *Backend) commitHeld() error {
 	b.batchMu.Lock()
 	if b.closed {
 		b.batchMu.Unlock()
@@ -197,12 +208,13 @@ func (b *Backend) commit() error {
 // from looking it up. commitMu is held.
 func (b *Backend) flushBatch(batch *writeBuffer) error {
 	b.dbMu.RLock()
+	db := b.db // the file changes only under commitMu, which is held
+	b.dbMu.RUnlock()
 	start := time.Now()
-	err := b.flush(batch)
+	err := b.flush(db, batch)
 	if b.cfg.Stats != nil {
 		since(b.cfg.Stats.OnCommit, start)
 	}
-	b.dbMu.RUnlock()
 	if err != nil {
 		b.cfg.Logger.Error("backend commit failed; later writes will fail", "path", b.cfg.Path, "err", err)
 		return err // the batch stays readable in flushing
@@ -237,9 +249,9 @@ func (b *Backend) swapLocked() *writeBuffer {
 }
 
 // flush writes batch to bbolt in one transaction: its buckets, then each
-// bucket's writes in key order. commitMu and dbMu are held.
-func (b *Backend) flush(batch *writeBuffer) error {
-	tx, err := b.db.Begin(true)
+// bucket's writes in key order. commitMu is held.
+func (b *Backend) flush(db *bolt.DB, batch *writeBuffer) error {
+	tx, err := db.Begin(true)
 	if err != nil {
 		return fmt.Errorf("commit %s: begin: %w", b.cfg.Path, err)
 	}
@@ -277,7 +289,7 @@ func (b *Backend) flush(batch *writeBuffer) error {
 		st.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
 	}
 	failpoint.Hit("backendAfterCommit")
-	return b.db.View(func(tx *bolt.Tx) error {
+	return db.View(func(tx *bolt.Tx) error {
 		b.size.Store(tx.Size())
 		return nil
 	})
@@ -413,11 +425,11 @@ func (wt *WriteTx) Unlock() error {
 // buffered writes. The caller must Close it.
 func (b *Backend) Read() *ReadTx {
 	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
 	b.bufMu.RLock()
 	defer b.bufMu.RUnlock()
 	tx, err := b.db.Begin(false)
 	if err != nil {
-		b.dbMu.RUnlock()
 		return &ReadTx{err: fmt.Errorf("begin read %s: %w", b.cfg.Path, err)}
 	}
 	b.openReads.Add(1)
@@ -584,7 +596,6 @@ func (rt *ReadTx) Close() {
 	rt.tx.Rollback()
 	rt.tx = nil
 	rt.b.openReads.Add(-1)
-	rt.b.dbMu.RUnlock()
 }
 
 // Size returns the size of the bbolt file in bytes, as of the last commit.
@@ -598,6 +609,13 @@ func (b *Backend) SizeInUse() int64 {
 	return boltfile.SizeInUse(b.db, b.Size())
 }
 
+// view begins a read transaction on the file: the caller must roll it back.
+func (b *Backend) view() (*bolt.Tx, error) {
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	return b.db.Begin(false)
+}
+
 // Hash returns the CRC-32 (Castagnoli) of every bucket name, key and value
 // in the file, except the keys listed in ignore (bucket name → keys), as
 // etcd's Maintenance.Hash computes it.
@@ -605,15 +623,12 @@ func (b *Backend) Hash(ignore map[string][]string) (uint32, error) {
 	if err := b.ForceCommit(); err != nil {
 		return 0, err
 	}
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	var sum uint32
-	err := b.db.View(func(tx *bolt.Tx) error {
-		var err error
-		sum, err = hashBuckets(tx, ignore)
-		return err
-	})
-	return sum, err
+	tx, err := b.view()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	return hashBuckets(tx, ignore)
 }
 
 // WriteSnapshot commits the open batch and streams a consistent copy of the
@@ -622,76 +637,89 @@ func (b *Backend) WriteSnapshot(w io.Writer) (int64, error) {
 	if err := b.ForceCommit(); err != nil {
 		return 0, err
 	}
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	var n int64
-	err := b.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
+	tx, err := b.view()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	return tx.WriteTo(w)
 }
 
 // SnapshotSize returns the size a WriteSnapshot would write now.
 func (b *Backend) SnapshotSize() int64 { return b.Size() }
 
-// Defrag rewrites the file without free pages. Writers and readers wait
-// while it runs; the original file stays intact until the copy is complete.
+// Defrag rewrites the file without free pages, without stopping the
+// world: commits wait while the file is copied, so it does not change, but
+// writers go on filling the open batch and readers read the file and the
+// batches; only the swap of the file for its copy holds them back, for as
+// long as a rename and an open take. The original file stays intact until
+// the copy is complete and synced.
 func (b *Backend) Defrag() error {
+	b.defrags.Add(1) // before commitMu, so that CommitUnlessDefragging sees it
+	defer b.defrags.Add(-1)
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	if b.closed {
-		return ErrBackendClosed
-	}
-	if err := b.commitLocked(); err != nil {
+	if err := b.commitHeld(); err != nil {
 		return err
-	}
-	b.dbMu.Lock()
-	defer b.dbMu.Unlock()
-	if err := defragFile(b.db, b.cfg.Path); err != nil {
-		return err // the original file is untouched: carry on with it
-	}
-	if err := b.db.Close(); err != nil {
-		return fmt.Errorf("defrag %s: close: %w", b.cfg.Path, err)
 	}
 	tmp := b.cfg.Path + ".defrag"
-	failpoint.Hit("defragBeforeRename")
-	if err := os.Rename(tmp, b.cfg.Path); err != nil {
-		return fmt.Errorf("defrag %s: replace: %w", b.cfg.Path, err)
-	}
-	db, err := openBolt(b.cfg)
+	os.Remove(tmp)
+	b.dbMu.RLock()
+	err := boltfile.CompactTo(b.db, tmp, 0o600)
+	b.dbMu.RUnlock()
 	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("defrag: %w", err) // the original file is untouched: carry on with it
+	}
+	failpoint.Hit("defragBeforeRename")
+	db, err := b.swapFile(tmp)
+	if err != nil {
+		b.batchMu.Lock()
 		b.failed = err
+		b.batchMu.Unlock()
 		return err
 	}
-	b.db = db
 	return db.View(func(tx *bolt.Tx) error {
 		b.size.Store(tx.Size())
 		return nil
 	})
 }
 
-// defragFile copies db compactly into path+".defrag" and syncs it.
-func defragFile(db *bolt.DB, path string) error {
-	tmp := path + ".defrag"
-	os.Remove(tmp)
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+// swapFile renames the copy at tmp over the file and opens it in the old
+// one's place. Commits wait (commitMu is held), so both hold the same
+// data: views go on with the old file until the new one is open, and the
+// old one is closed once its last view ends.
+func (b *Backend) swapFile(tmp string) (*bolt.DB, error) {
+	if err := os.Rename(tmp, b.cfg.Path); err != nil {
+		return nil, fmt.Errorf("defrag %s: replace: %w", b.cfg.Path, err)
+	}
+	// The old file's lock is on its inode, which the rename let go of.
+	// Opening reads the whole file (to find its free pages): out of the lock.
+	db, err := openBolt(b.cfg)
 	if err != nil {
-		return fmt.Errorf("defrag %s: create copy: %w", path, err)
+		return nil, err
 	}
-	if err := bolt.Compact(dst, db, 64<<20); err != nil {
-		dst.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("defrag %s: copy: %w", path, err)
+	b.dbMu.Lock()
+	old := b.db
+	b.db = db
+	b.dbMu.Unlock()
+	b.retired.Add(1)
+	go func() {
+		defer b.retired.Done()
+		if err := old.Close(); err != nil {
+			b.cfg.Logger.Warn("closing the file a defragmentation replaced", "path", b.cfg.Path, "err", err)
+		}
+	}()
+	return db, nil
+}
+
+// CommitUnlessDefragging is ForceCommit, unless a defragmentation runs:
+// a commit would wait for its end, so it returns false at once instead.
+func (b *Backend) CommitUnlessDefragging() (bool, error) {
+	if b.defrags.Load() > 0 {
+		return false, nil
 	}
-	if err := dst.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("defrag %s: close copy: %w", path, err)
-	}
-	return nil
+	return true, b.commit()
 }
 
 // Close commits the open batch and closes the file.
@@ -714,5 +742,6 @@ func (b *Backend) Close() error {
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
 	}
+	b.retired.Wait()
 	return err
 }
