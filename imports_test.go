@@ -29,6 +29,7 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
 	{"internal/transport", "pkg/store", "the transport knows nothing of keys"},
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
+	{"pkg/backend", "pkg/store", "the backend knows buckets, keys and values, nothing of revisions"},
 	{"pkg/boltfile", "pkg", "the bbolt file format is a lower layer than what the buckets hold"},
 	{"pkg/cluster", "pkg/store", "the cluster's identity and membership rules are a lower layer than the store"},
 	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},

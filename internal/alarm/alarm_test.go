@@ -6,13 +6,14 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // TestApplyAndLoad: alarms raised and cleared by Apply are listed in order,
 // answer NoSpace and Corrupt, and come back from the bucket with Load.
 func TestApplyAndLoad(t *testing.T) {
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(t.TempDir(), "db")}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(t.TempDir(), "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -370,7 +371,7 @@ func TestCorruptInitialCheckRefusesDivergedMember(t *testing.T) {
 	id := diverged.s.ID()
 	diverged.stop()
 	down.stop()
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(cfgs[2].DataDir, "member", "snap", "db")}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(cfgs[2].DataDir, "member", "snap", "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

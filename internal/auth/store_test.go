@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -52,7 +53,7 @@ func TestLoadsEtcdsFixture(t *testing.T) {
 	if err := os.WriteFile(path, src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: path}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: path}})
 	if err != nil {
 		t.Fatal(err)
 	}

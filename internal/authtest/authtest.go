@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // fixture's users can then log in with passwords the test knows.
 func SetPasswordsOffline(t testing.TB, dataDir string, passwords map[string]string) {
 	t.Helper()
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(dataDir, "member", "snap", "db")}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(dataDir, "member", "snap", "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/version"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -69,7 +70,7 @@ var oldestStorageVersion = version.Minor{Major: 3, Minor: 6}
 // reports whether the version was lowered: the member then forces a raft
 // snapshot, as etcd does, so that the v2 store of the newest snapshot has
 // the lowered version too.
-func ApplyClusterVersion(wt *store.WriteTx, ver string, log *slog.Logger) (lowered bool, err error) {
+func ApplyClusterVersion(wt *backend.WriteTx, ver string, log *slog.Logger) (lowered bool, err error) {
 	prev, _ := version.ParseMinor(string(wt.Get(store.BucketCluster, store.ClusterVersionKey)))
 	if err := wt.Put(store.BucketCluster, store.ClusterVersionKey, []byte(ver)); err != nil {
 		return false, err

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -12,7 +13,7 @@ import (
 // the cluster version between 3.6 and 3.7, the layouts cairn writes, and a
 // lowered cluster version is reported (the member forces a snapshot).
 func TestApplyClusterVersionMovesStorageVersion(t *testing.T) {
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(t.TempDir(), "db")}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(t.TempDir(), "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 
 	"github.com/cairnkv/cairn/internal/version"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -100,7 +101,7 @@ func proposeDowngrade(ctx context.Context, m Member, r *membershippb.DowngradeIn
 // ApplyDowngrade records a downgrade's target and state as etcd writes them
 // and answers with the cluster version at this point of the log. The
 // caller has the leader check the cluster version once it is committed.
-func ApplyDowngrade(wt *store.WriteTx, r *membershippb.DowngradeInfoSetRequest) (*pb.DowngradeResponse, error) {
+func ApplyDowngrade(wt *backend.WriteTx, r *membershippb.DowngradeInfoSetRequest) (*pb.DowngradeResponse, error) {
 	d := cluster.DowngradeInfo{TargetVersion: r.GetVer(), Enabled: r.GetEnabled()}
 	if err := wt.Put(store.BucketCluster, store.ClusterDowngrade, d.Marshal()); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -22,7 +23,7 @@ func fragmentedDataDir(t *testing.T) string {
 	if err := os.MkdirAll(snapDir(data), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(store.Config{Backend: store.BackendConfig{Path: dbPath(data)}})
+	s, err := store.Open(store.Config{Backend: backend.Config{Path: dbPath(data)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -166,7 +167,7 @@ func FuzzBucketEntry(f *testing.F) {
 // waited on forever.
 func TestLockedDB(t *testing.T) {
 	data := filepath.Join(copyFixture(t), "data")
-	s, err := store.Open(store.Config{Backend: store.BackendConfig{Path: dbPath(data)}})
+	s, err := store.Open(store.Config{Backend: backend.Config{Path: dbPath(data)}})
 	if err != nil {
 		t.Fatal(err)
 	}

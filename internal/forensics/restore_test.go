@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/etcdref"
@@ -217,7 +218,7 @@ func TestEtcdutlRestoresCairnSnapshot(t *testing.T) {
 func cairnSnapshot(t *testing.T) (string, *pb.RangeResponse) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(dir, "db")}})
+	s, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(dir, "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -31,7 +32,7 @@ func (m *member) RaiseCorrupt(context.Context, uint64) error   { return nil }
 // hashKVPeer is a member's checker serving the peer route.
 func hashKVPeer(t *testing.T, clusterID uint64) (*member, *Checker, string) {
 	t.Helper()
-	st, err := store.Open(store.Config{Backend: store.BackendConfig{Path: filepath.Join(t.TempDir(), "db")}})
+	st, err := store.Open(store.Config{Backend: backend.Config{Path: filepath.Join(t.TempDir(), "db")}})
 	if err != nil {
 		t.Fatal(err)
 	}

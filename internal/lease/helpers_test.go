@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
@@ -36,7 +37,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // openStore opens a store at path and closes it when the test ends.
 func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
-	s, err := store.Open(store.Config{Backend: store.BackendConfig{Path: path}})
+	s, err := store.Open(store.Config{Backend: backend.Config{Path: path}})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

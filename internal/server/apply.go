@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -328,7 +329,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 	return nil
 }
 
-func (s *Server) applyMembershipChange(wt *store.WriteTx, cc *raftpb.ConfChange) error {
+func (s *Server) applyMembershipChange(wt *backend.WriteTx, cc *raftpb.ConfChange) error {
 	id := cc.GetNodeId()
 	switch cc.GetType() {
 	case raftpb.ConfChangeType_ConfChangeAddNode, raftpb.ConfChangeType_ConfChangeAddLearnerNode:

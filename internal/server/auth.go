@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) openAuth(st *store.Store, tokens auth.TokenProvider) error {
 }
 
 // writeTxReader reads through a write transaction, seeing its own writes.
-type writeTxReader struct{ *store.WriteTx }
+type writeTxReader struct{ *backend.WriteTx }
 
 func (r writeTxReader) Get(bucket, key []byte) ([]byte, bool) {
 	v := r.WriteTx.Get(bucket, key)

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -344,7 +345,7 @@ func (c Config) dbPath() string  { return filepath.Join(c.snapDir(), "db") }
 // storeConfig is the configuration of the store in the db file at path.
 func (c Config) storeConfig(path string) store.Config {
 	return store.Config{
-		Backend: store.BackendConfig{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit,
+		Backend: backend.Config{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit,
 			Mlock: c.MemoryMlock, FreelistType: c.BackendFreelistType},
 		CompactionBatchLimit: c.CompactionBatchLimit,
 		CompactionPause:      c.CompactionSleepInterval,

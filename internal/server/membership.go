@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -60,7 +61,7 @@ func (ms *membership) load(s *store.Store) error {
 }
 
 // save writes one member in the apply transaction.
-func (ms *membership) save(wt *store.WriteTx, m *Member) error {
+func (ms *membership) save(wt *backend.WriteTx, m *Member) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (ms *membership) save(wt *store.WriteTx, m *Member) error {
 	return wt.Put(store.BucketMembers, cluster.MemberKey(m.ID), data)
 }
 
-func (ms *membership) remove(wt *store.WriteTx, id uint64) error {
+func (ms *membership) remove(wt *backend.WriteTx, id uint64) error {
 	ms.mu.Lock()
 	delete(ms.members, id)
 	ms.removed[id] = true

@@ -8,8 +8,8 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 
 	"github.com/cairnkv/cairn/internal/clusterversion"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/cluster"
-	"github.com/cairnkv/cairn/pkg/store"
 )
 
 // The member's side of the cluster version and downgrades
@@ -43,7 +43,7 @@ func (s *Server) Downgrade(ctx context.Context, req *pb.DowngradeRequest) (strin
 
 // applyDowngrade records a downgrade's target and state; the caller has
 // the leader check the cluster version once it is committed.
-func applyDowngrade(wt *store.WriteTx, r *membershippb.DowngradeInfoSetRequest) applyResult {
+func applyDowngrade(wt *backend.WriteTx, r *membershippb.DowngradeInfoSetRequest) applyResult {
 	resp, err := clusterversion.ApplyDowngrade(wt, r)
 	if err != nil {
 		return applyResult{err: err}
@@ -53,7 +53,7 @@ func applyDowngrade(wt *store.WriteTx, r *membershippb.DowngradeInfoSetRequest) 
 
 // applyClusterVersion records a new cluster version and the storage
 // version with it; lowering it forces a raft snapshot.
-func (s *Server) applyClusterVersion(wt *store.WriteTx, ver string) error {
+func (s *Server) applyClusterVersion(wt *backend.WriteTx, ver string) error {
 	lowered, err := clusterversion.ApplyClusterVersion(wt, ver, s.log)
 	if lowered {
 		s.snapshotForced = true

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -103,7 +104,7 @@ func BenchmarkWatchFanOut(b *testing.B) {
 // the key index.
 func BenchmarkIndexRebuild1M(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "db")
-	s, err := Open(Config{Backend: BackendConfig{Path: path, BatchLimit: 100000}})
+	s, err := Open(Config{Backend: backend.Config{Path: path, BatchLimit: 100000}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func BenchmarkIndexRebuild1M(b *testing.B) {
 	}
 	s.Close()
 	for b.Loop() {
-		s, err := Open(Config{Backend: BackendConfig{Path: path}})
+		s, err := Open(Config{Backend: backend.Config{Path: path}})
 		if err != nil {
 			b.Fatal(err)
 		}

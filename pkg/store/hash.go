@@ -5,8 +5,6 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
-
-	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -168,6 +166,3 @@ func (kh *kvHasher) sum() uint32 { return kh.h.Sum32() }
 // keys and values, leaving out the raft position in meta, as etcd's
 // Maintenance.Hash does.
 func (s *Store) Hash() (uint32, error) { return s.b.Hash(HashIgnores) }
-
-// hashBuckets is the hash of a bbolt file's buckets (boltfile.HashBuckets).
-var hashBuckets = boltfile.HashBuckets

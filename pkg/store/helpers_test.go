@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/backend"
 )
 
 // openTestStore opens a store in a fresh file under t.TempDir and closes it
@@ -17,7 +19,7 @@ func openTestStore(t testing.TB) *Store {
 
 func openStoreAt(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := Open(Config{Backend: BackendConfig{Path: path}, CompactionPause: time.Millisecond})
+	s, err := Open(Config{Backend: backend.Config{Path: path}, CompactionPause: time.Millisecond})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -121,7 +122,7 @@ func TestModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	const ops = 10000
 	path := filepath.Join(t.TempDir(), "db")
-	s, err := Open(Config{Backend: BackendConfig{Path: path, BatchLimit: 97}, CompactionBatchLimit: 7, CompactionPause: time.Microsecond})
+	s, err := Open(Config{Backend: backend.Config{Path: path, BatchLimit: 97}, CompactionBatchLimit: 7, CompactionPause: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestModel(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if s, err = Open(Config{Backend: BackendConfig{Path: path, BatchLimit: 97}, CompactionBatchLimit: 7}); err != nil {
+			if s, err = Open(Config{Backend: backend.Config{Path: path, BatchLimit: 97}, CompactionBatchLimit: 7}); err != nil {
 				t.Fatalf("op %d reopen: %v", i, err)
 			}
 			if s.Rev() != m.rev || s.CompactRev() != m.compactRev {

@@ -9,6 +9,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 
@@ -17,7 +18,7 @@ import (
 // every revision, the same revisions and the same number of live keys.
 func TestOfflineIndexAgreesWithStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	s, err := Open(Config{Backend: BackendConfig{Path: path}})
+	s, err := Open(Config{Backend: backend.Config{Path: path}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestOfflineIndexAgreesWithStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(Config{Backend: BackendConfig{Path: path}}); err != nil {
+	if s, err = Open(Config{Backend: backend.Config{Path: path}}); err != nil {
 		t.Fatal(err)
 	}
 	rev, compactRev := s.Rev(), s.CompactRev()

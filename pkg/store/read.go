@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -30,7 +31,7 @@ type ReadTxn struct {
 	s          *Store
 	rev        int64
 	compactRev int64
-	rt         *ReadTx
+	rt         *backend.ReadTx
 	ranges     int64 // range requests run in it
 }
 
@@ -63,7 +64,7 @@ func (r *ReadTxn) End() {
 
 // rangeKVs implements Range for read and write transactions: curRev is the
 // newest revision visible to the caller and rt the view of the backend.
-func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev int64, rt *ReadTx) (*RangeResult, error) {
+func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev int64, rt *backend.ReadTx) (*RangeResult, error) {
 	rev := opts.Rev
 	switch {
 	case rev > curRev:
@@ -82,7 +83,7 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 	// index, the view), then those bytes are copied into one block: a few
 	// allocations for the whole range, not three per key.
 	kvs := make([]mvccpb.KeyValue, len(kas))
-	var br *bucketReader
+	var br *backend.BucketReader
 	revKey := make([]byte, 0, RevisionKeyLen)
 	size := 0
 	for i := range kas {
@@ -92,10 +93,10 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.key, ka.created.Main, ka.mod.Main, ka.version
 		} else {
 			if br == nil {
-				br = rt.bucketReader(BucketKey)
+				br = rt.BucketReader(BucketKey)
 			}
 			revKey = AppendRevisionKey(revKey[:0], ka.mod, false)
-			v, ok := br.get(revKey)
+			v, ok := br.Get(revKey)
 			if !ok {
 				return nil, fmt.Errorf("range %q at %d: revision %s of key %q missing from the backend", key, rev, ka.mod, ka.key)
 			}

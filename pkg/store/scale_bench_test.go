@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -45,7 +46,7 @@ func scaleStore(b *testing.B) *Store {
 		if scale.err != nil {
 			return
 		}
-		s, err := Open(Config{Backend: BackendConfig{Path: filepath.Join(scale.dir, "db"), BatchLimit: 100000}})
+		s, err := Open(Config{Backend: backend.Config{Path: filepath.Join(scale.dir, "db"), BatchLimit: 100000}})
 		if err != nil {
 			scale.err = err
 			return

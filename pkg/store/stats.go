@@ -79,6 +79,3 @@ func (s *Store) WatchCounts() (streams, watchers, slow, pending int64) {
 	defer h.mu.Unlock()
 	return h.streams, h.watchers, int64(len(h.unsynced)), h.pending.Load()
 }
-
-// OpenReads returns the number of read views of the backend now open.
-func (b *Backend) OpenReads() int64 { return b.openReads.Load() }

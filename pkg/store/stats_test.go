@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/backend"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -16,7 +17,7 @@ func TestStatsCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	var commits atomic.Int64
 	st := &Stats{OnCommit: func(time.Duration) { commits.Add(1) }}
-	s, err := Open(Config{Backend: BackendConfig{Path: path}, Stats: st})
+	s, err := Open(Config{Backend: backend.Config{Path: path}, Stats: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStatsCount(t *testing.T) {
 		t.Errorf("commits %d, open reads %d", commits.Load(), s.Backend().OpenReads())
 	}
 	s.Close()
-	s2, err := Open(Config{Backend: BackendConfig{Path: path}, Stats: st})
+	s2, err := Open(Config{Backend: backend.Config{Path: path}, Stats: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,17 +7,18 @@ package store
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // Config configures a Store.
 type Config struct {
-	Backend BackendConfig
+	Backend backend.Config
 	// CompactionBatchLimit is the number of revisions removed per backend
 	// batch during a compaction; reads and writes run between batches.
 	CompactionBatchLimit int
@@ -34,7 +35,7 @@ type Config struct {
 type Store struct {
 	cfg    Config
 	log    *slog.Logger
-	b      *Backend
+	b      *backend.Backend
 	index  *treeIndex
 	leases *leaseIndex
 
@@ -80,10 +81,14 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Stats == nil {
 		cfg.Stats = new(Stats)
 	}
-	if cfg.Backend.Stats == nil {
-		cfg.Backend.Stats = cfg.Stats
+	if cfg.Backend.OnCommit == nil {
+		cfg.Backend.OnCommit = cfg.Stats.OnCommit
 	}
-	b, err := OpenBackend(cfg.Backend)
+	if cfg.Backend.OnBoltCommit == nil {
+		cfg.Backend.OnBoltCommit = cfg.Stats.OnBoltCommit
+	}
+	cfg.Backend.DenseBuckets = append(cfg.Backend.DenseBuckets, string(BucketKey))
+	b, err := backend.Open(cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -142,19 +147,11 @@ const StorageVersion = "3.7.0"
 // checkLayout refuses a bbolt file that holds buckets but no meta bucket:
 // it belongs to some other program.
 func (s *Store) checkLayout() error {
-	s.b.dbMu.RLock()
-	defer s.b.dbMu.RUnlock()
-	return s.b.db.View(func(tx *bolt.Tx) error {
-		var names []string
-		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			names = append(names, string(name))
-			return nil
-		})
-		if len(names) > 0 && tx.Bucket(BucketMeta) == nil {
-			return fmt.Errorf("not an etcd or cairn data file: no %q bucket (buckets: %q)", BucketMeta, names)
-		}
-		return nil
-	})
+	names := s.b.Buckets()
+	if len(names) > 0 && !slices.Contains(names, string(BucketMeta)) {
+		return fmt.Errorf("not an etcd or cairn data file: no %q bucket (buckets: %q)", BucketMeta, names)
+	}
+	return nil
 }
 
 // rebuild restores the revision counters, the key index and the lease
@@ -238,7 +235,7 @@ func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revisi
 }
 
 // readCompactRev reads a 17-byte revision from the meta bucket (0 if absent).
-func (s *Store) readCompactRev(rt *ReadTx, key []byte) (int64, error) {
+func (s *Store) readCompactRev(rt *backend.ReadTx, key []byte) (int64, error) {
 	v, ok := rt.Get(BucketMeta, key)
 	if !ok {
 		return 0, nil
@@ -268,7 +265,7 @@ func (s *Store) ConsistentIndex() (index, term uint64) {
 
 // Backend gives access to the bbolt file, for the buckets that other
 // packages own (lease, auth, members, ...).
-func (s *Store) Backend() *Backend { return s.b }
+func (s *Store) Backend() *backend.Backend { return s.b }
 
 // Close stops the store's background work and closes the file. A pending
 // compaction resumes on the next Open.

@@ -1,13 +1,16 @@
 package store
 
-import "go.etcd.io/etcd/api/v3/mvccpb"
+import (
+	"github.com/cairnkv/cairn/pkg/backend"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
 
 // WriteTxn is one mutating request: all its changes share one main
 // revision (sub-revisions 0, 1, 2...), become visible together at End and
 // reach watchers as one batch. Ranges inside it see its own changes.
 type WriteTxn struct {
 	s        *Store
-	wt       *WriteTx
+	wt       *backend.WriteTx
 	beginRev int64
 	changes  []*mvccpb.Event
 	err      error // the first backend failure; the txn is void
@@ -166,7 +169,7 @@ func (w *WriteTxn) SetConsistentIndex(index, term uint64) error {
 
 // Backend gives the transaction's backend writer, for buckets that other
 // packages own; their writes land in the same batch.
-func (w *WriteTxn) Backend() *WriteTx { return w.wt }
+func (w *WriteTxn) Backend() *backend.WriteTx { return w.wt }
 
 // End publishes the transaction's changes, hands them to watchers and lets
 // the next writer in. It returns a backend failure, if any occurred.

@@ -1,4 +1,8 @@
-package store
+// Package backend is a bbolt file written in batches: writers fill a
+// write buffer that readers consult before the file, and a commit loop
+// writes each batch in one bbolt transaction. It knows buckets, keys and
+// values, nothing of revisions; pkg/store keeps its MVCC data in one.
+package backend
 
 import (
 	"bytes"
@@ -6,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +24,8 @@ import (
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
-// BackendConfig configures the bbolt file behind a store.
-type BackendConfig struct {
+// Config configures a backend.
+type Config struct {
 	// Path of the bbolt file (member/snap/db in a data directory).
 	Path string
 	// BatchInterval is the longest a write waits before its batch commits.
@@ -30,8 +36,14 @@ type BackendConfig struct {
 	InitialMmapSize int
 	// Logger receives commit failures; nil discards.
 	Logger *slog.Logger
-	// Stats, if set, is told how long each commit took (Stats.OnCommit).
-	Stats *Stats
+	// OnCommit, if set, is told how long each commit took, OnBoltCommit
+	// how long bbolt spent in it rebalancing, spilling and writing. They
+	// must be cheap and safe for concurrent use.
+	OnCommit     func(time.Duration)
+	OnBoltCommit func(rebalance, spill, write time.Duration)
+	// DenseBuckets are the buckets whose keys only grow (a store's
+	// revisions): their pages are filled instead of split in half.
+	DenseBuckets []string
 	// Mlock locks the file's pages in memory (etcd's --memory-mlock).
 	Mlock bool
 	// FreelistType is bbolt's freelist: "array", or "map" (the default;
@@ -46,7 +58,7 @@ const (
 	defaultInitialMmapSize = 64 << 20
 )
 
-func (c *BackendConfig) withDefaults() {
+func (c *Config) withDefaults() {
 	if c.BatchInterval <= 0 {
 		c.BatchInterval = DefaultBatchInterval
 	}
@@ -69,7 +81,7 @@ func (c *BackendConfig) withDefaults() {
 // writes, two fsyncs) never stalls the writers, which is where etcd's
 // latency peaks come from.
 type Backend struct {
-	cfg BackendConfig
+	cfg Config
 
 	// dbMu guards db, the file: held shared to begin a transaction on it,
 	// exclusively to swap it for its defragmented copy or close it. A view
@@ -107,12 +119,12 @@ type Backend struct {
 	done      chan struct{}
 }
 
-// ErrBackendClosed is returned by a backend after Close.
-var ErrBackendClosed = errors.New("backend is closed")
+// ErrClosed is returned by a backend after Close.
+var ErrClosed = errors.New("backend is closed")
 
-// OpenBackend opens or creates the bbolt file at cfg.Path and starts its
-// commit timer.
-func OpenBackend(cfg BackendConfig) (*Backend, error) {
+// Open opens or creates the bbolt file at cfg.Path and starts its commit
+// timer.
+func Open(cfg Config) (*Backend, error) {
 	cfg.withDefaults()
 	db, err := openBolt(cfg)
 	if err != nil {
@@ -135,7 +147,7 @@ func OpenBackend(cfg BackendConfig) (*Backend, error) {
 	return b, nil
 }
 
-func openBolt(cfg BackendConfig) (db *bolt.DB, err error) {
+func openBolt(cfg Config) (db *bolt.DB, err error) {
 	// bbolt panics on some kinds of corruption; report them as errors.
 	defer func() {
 		if r := recover(); r != nil {
@@ -187,7 +199,7 @@ func (b *Backend) commitHeld() error {
 	b.batchMu.Lock()
 	if b.closed {
 		b.batchMu.Unlock()
-		return ErrBackendClosed
+		return ErrClosed
 	}
 	if b.failed != nil || b.pending == 0 {
 		b.batchMu.Unlock()
@@ -212,8 +224,8 @@ func (b *Backend) flushBatch(batch *writeBuffer) error {
 	b.dbMu.RUnlock()
 	start := time.Now()
 	err := b.flush(db, batch)
-	if b.cfg.Stats != nil {
-		since(b.cfg.Stats.OnCommit, start)
+	if b.cfg.OnCommit != nil {
+		b.cfg.OnCommit(time.Since(start))
 	}
 	if err != nil {
 		b.cfg.Logger.Error("backend commit failed; later writes will fail", "path", b.cfg.Path, "err", err)
@@ -262,9 +274,10 @@ func (b *Backend) flush(db *bolt.DB, batch *writeBuffer) error {
 			return fmt.Errorf("commit %s: bucket %q: %w", b.cfg.Path, name, err)
 		}
 		bb := batch.buckets[name]
-		if name == string(BucketKey) {
-			// Revisions only grow: pages that fill up are not written to
-			// again, so fill them (as etcd does) rather than split them in half.
+		if slices.Contains(b.cfg.DenseBuckets, name) {
+			// Keys only grow: pages that fill up are not written to again,
+			// so fill them (as etcd does its revisions) rather than split
+			// them in half.
 			bk.FillPercent = 0.9
 		}
 		for _, k := range bb.sortedKeys() {
@@ -284,9 +297,9 @@ func (b *Backend) flush(db *bolt.DB, batch *writeBuffer) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w", b.cfg.Path, err)
 	}
-	if st := b.cfg.Stats; st != nil && st.OnBoltCommit != nil {
+	if b.cfg.OnBoltCommit != nil {
 		ts := tx.Stats()
-		st.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
+		b.cfg.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
 	}
 	failpoint.Hit("backendAfterCommit")
 	return db.View(func(tx *bolt.Tx) error {
@@ -314,7 +327,7 @@ type WriteTx struct {
 
 func (wt *WriteTx) usable() error {
 	if wt.b.closed {
-		return ErrBackendClosed
+		return ErrClosed
 	}
 	return wt.b.failed
 }
@@ -459,13 +472,13 @@ func (rt *ReadTx) buffered(bucket, key []byte) (bufferedValue, bool) {
 
 // Get reads key from bucket.
 func (rt *ReadTx) Get(bucket, key []byte) ([]byte, bool) {
-	return rt.bucketReader(bucket).get(key)
+	return rt.BucketReader(bucket).Get(key)
 }
 
-// bucketReader reads many keys of one bucket of a view, as Get does,
+// BucketReader reads many keys of one bucket of a view, as Get does,
 // through one bbolt cursor: it saves opening the bucket and a cursor for
 // each key. Values are valid until the view closes.
-type bucketReader struct {
+type BucketReader struct {
 	rt     *ReadTx
 	bucket []byte
 	opened bool         // c is set, or the bucket is not in the file
@@ -473,12 +486,12 @@ type bucketReader struct {
 	at     []byte       // the key c is at (nil: none)
 }
 
-func (rt *ReadTx) bucketReader(bucket []byte) *bucketReader {
-	return &bucketReader{rt: rt, bucket: bucket}
+func (rt *ReadTx) BucketReader(bucket []byte) *BucketReader {
+	return &BucketReader{rt: rt, bucket: bucket}
 }
 
-// get reads key.
-func (br *bucketReader) get(key []byte) ([]byte, bool) {
+// Get reads key.
+func (br *BucketReader) Get(key []byte) ([]byte, bool) {
 	if br.rt.err != nil {
 		return nil, false
 	}
@@ -598,6 +611,16 @@ func (rt *ReadTx) Close() {
 	rt.b.openReads.Add(-1)
 }
 
+// OpenReads returns the number of read views now open.
+func (b *Backend) OpenReads() int64 { return b.openReads.Load() }
+
+// Buckets returns the names of the buckets in the file or in a batch.
+func (b *Backend) Buckets() []string {
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	return slices.Sorted(maps.Keys(b.buckets))
+}
+
 // Size returns the size of the bbolt file in bytes, as of the last commit.
 func (b *Backend) Size() int64 { return b.size.Load() }
 
@@ -609,8 +632,13 @@ func (b *Backend) SizeInUse() int64 {
 	return boltfile.SizeInUse(b.db, b.Size())
 }
 
-// view begins a read transaction on the file: the caller must roll it back.
-func (b *Backend) view() (*bolt.Tx, error) {
+// committedView commits the open batch and begins a read transaction on
+// the file, which then holds every write made so far. The caller must roll
+// it back.
+func (b *Backend) committedView() (*bolt.Tx, error) {
+	if err := b.ForceCommit(); err != nil {
+		return nil, err
+	}
 	b.dbMu.RLock()
 	defer b.dbMu.RUnlock()
 	return b.db.Begin(false)
@@ -620,24 +648,18 @@ func (b *Backend) view() (*bolt.Tx, error) {
 // in the file, except the keys listed in ignore (bucket name → keys), as
 // etcd's Maintenance.Hash computes it.
 func (b *Backend) Hash(ignore map[string][]string) (uint32, error) {
-	if err := b.ForceCommit(); err != nil {
-		return 0, err
-	}
-	tx, err := b.view()
+	tx, err := b.committedView()
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	return hashBuckets(tx, ignore)
+	return boltfile.HashBuckets(tx, ignore)
 }
 
 // WriteSnapshot commits the open batch and streams a consistent copy of the
 // whole bbolt file to w, returning the bytes written.
 func (b *Backend) WriteSnapshot(w io.Writer) (int64, error) {
-	if err := b.ForceCommit(); err != nil {
-		return 0, err
-	}
-	tx, err := b.view()
+	tx, err := b.committedView()
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package store
+package backend
 
 import (
 	"fmt"
@@ -12,16 +12,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func openTestBackend(t *testing.T, cfg BackendConfig) *Backend {
+// testBucket is the bucket the tests write to.
+var testBucket = []byte("key")
+
+func openTestBackend(t *testing.T, cfg Config) *Backend {
 	t.Helper()
 	cfg.Path = filepath.Join(t.TempDir(), "db")
-	b, err := OpenBackend(cfg)
+	b, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	w := b.Write()
-	err = w.CreateBucket(BucketKey)
+	err = w.CreateBucket(testBucket)
 	if uerr := w.Unlock(); err == nil {
 		err = uerr
 	}
@@ -34,7 +37,7 @@ func openTestBackend(t *testing.T, cfg BackendConfig) *Backend {
 func put(t *testing.T, b *Backend, key string) {
 	t.Helper()
 	w := b.Write()
-	err := w.Put(BucketKey, []byte(key), []byte("v-"+key))
+	err := w.Put(testBucket, []byte(key), []byte("v-"+key))
 	if uerr := w.Unlock(); err == nil {
 		err = uerr
 	}
@@ -47,7 +50,7 @@ func put(t *testing.T, b *Backend, key string) {
 // slow disk would): writers must carry on into the next batch, and both
 // batches must reach the file.
 func TestWritersDoNotWaitForACommit(t *testing.T) {
-	b := openTestBackend(t, BackendConfig{BatchInterval: time.Hour, BatchLimit: 1 << 30})
+	b := openTestBackend(t, Config{BatchInterval: time.Hour, BatchLimit: 1 << 30})
 	put(t, b, "a")
 	b.dbMu.Lock() // the commit below cannot write to the file until released
 	committed := make(chan error, 1)
@@ -75,7 +78,7 @@ func TestWritersDoNotWaitForACommit(t *testing.T) {
 	r := b.Read()
 	defer r.Close()
 	for _, k := range []string{"a", "b"} {
-		if r.tx.Bucket(BucketKey).Get([]byte(k)) == nil {
+		if r.tx.Bucket(testBucket).Get([]byte(k)) == nil {
 			t.Errorf("%s is not in the file", k)
 		}
 	}
@@ -85,7 +88,7 @@ func TestWritersDoNotWaitForACommit(t *testing.T) {
 // millisecond and readers check that nothing once written is ever missing,
 // by Get or by Range, whichever buffer or the file holds it.
 func TestWritesStayVisibleAcrossCommits(t *testing.T) {
-	b := openTestBackend(t, BackendConfig{BatchInterval: time.Millisecond, BatchLimit: 7})
+	b := openTestBackend(t, Config{BatchInterval: time.Millisecond, BatchLimit: 7})
 	const keys = 3000
 	key := func(i int64) string { return fmt.Sprintf("k%06d", i) }
 	var written atomic.Int64 // keys [0, written) are written
@@ -104,12 +107,12 @@ func TestWritesStayVisibleAcrossCommits(t *testing.T) {
 				n := written.Load()
 				r := b.Read()
 				if n > 0 {
-					if _, ok := r.Get(BucketKey, []byte(key(n-1))); !ok {
+					if _, ok := r.Get(testBucket, []byte(key(n-1))); !ok {
 						t.Errorf("%s, written, is not found", key(n-1))
 					}
 				}
 				seen := int64(0)
-				r.Range(BucketKey, []byte(key(0)), []byte(key(n)), func(k, v []byte) bool {
+				r.Range(testBucket, []byte(key(0)), []byte(key(n)), func(k, v []byte) bool {
 					if string(k) != key(seen) || string(v) != "v-"+string(k) {
 						t.Errorf("range: %s=%s where %s was expected", k, v, key(seen))
 						return false
@@ -139,7 +142,7 @@ func TestWritesStayVisibleAcrossCommits(t *testing.T) {
 // asked for (etcd's --backend-bbolt-freelist-type), also after a defrag.
 func TestBackendFreelistType(t *testing.T) {
 	for typ, want := range map[string]bolt.FreelistType{"": bolt.FreelistMapType, "map": bolt.FreelistMapType, "array": bolt.FreelistArrayType} {
-		b := openTestBackend(t, BackendConfig{FreelistType: typ})
+		b := openTestBackend(t, Config{FreelistType: typ})
 		if b.db.FreelistType != want {
 			t.Errorf("%q: freelist %q, want %q", typ, b.db.FreelistType, want)
 		}
@@ -149,5 +152,30 @@ func TestBackendFreelistType(t *testing.T) {
 		if b.db.FreelistType != want {
 			t.Errorf("%q after defrag: freelist %q, want %q", typ, b.db.FreelistType, want)
 		}
+	}
+}
+
+// TestReadsSeeUncommittedWrites: a write is read from the write buffer
+// until its batch commits, then from the file.
+func TestReadsSeeUncommittedWrites(t *testing.T) {
+	b := openTestBackend(t, Config{BatchInterval: time.Hour, BatchLimit: 1 << 30})
+	if err := b.ForceCommit(); err != nil { // the bucket, into the file
+		t.Fatal(err)
+	}
+	put(t, b, "k")
+	where := func() (buffered, inFile bool) {
+		r := b.Read()
+		defer r.Close()
+		_, buffered = r.open.get(testBucket, []byte("k"))
+		return buffered, r.tx.Bucket(testBucket).Get([]byte("k")) != nil
+	}
+	if buffered, inFile := where(); !buffered || inFile {
+		t.Errorf("before the commit: in the write buffer %v, in the file %v", buffered, inFile)
+	}
+	if err := b.ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+	if buffered, inFile := where(); buffered || !inFile {
+		t.Errorf("after the commit: in the write buffer %v, in the file %v", buffered, inFile)
 	}
 }
