@@ -136,7 +136,7 @@ func TestAutoPromoteLearnerBehind(t *testing.T) {
 	waitFor(t, 10*time.Second, "the leader to find the learner not ready", func() bool {
 		return strings.Contains(old.log(), notReady)
 	})
-	if isLearner(ctx, t, old, id) == false {
+	if !isLearner(ctx, t, old, id) {
 		t.Fatal("a stopped learner was promoted")
 	}
 
@@ -160,7 +160,7 @@ func TestAutoPromoteLearnerBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if isLearner(ctx, t, next, id) == false {
+	if !isLearner(ctx, t, next, id) {
 		t.Fatal("a stopped learner was promoted")
 	}
 	st, err = client(t, next).Status(ctx, next.curl)
@@ -175,6 +175,7 @@ func TestAutoPromoteLearnerBehind(t *testing.T) {
 	if !ok {
 		t.Fatalf("the new leader %s did not log the promotion of %x; log:\n%s", next.name, id, next.log())
 	}
+	t.Logf("promoted by %s at learner match %d, leader match %d (raft index %d after the writes)", next.name, learnerMatch, leaderMatch, written)
 	if learnerMatch+10 < written || leaderMatch > learnerMatch+10 {
 		t.Errorf("promoted at learner match %d, leader match %d: want within 10 entries of the leader and of index %d", learnerMatch, leaderMatch, written)
 	}
