@@ -36,6 +36,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
 	{"internal/autocompact", "internal", "the compaction policy is pure logic"},
 	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
+	{"internal/autopromote", "internal", "the learner promotion loop is driven by the server through closures"},
+	{"internal/autopromote", "pkg", "the learner promotion loop is driven by the server through closures"},
 	{"internal/wait", "internal", "waiting by ID or index is generic"},
 	{"internal/wait", "pkg", "waiting by ID or index is generic"},
 	{"internal/leaderwatch", "internal", "the leader watch is generic"},

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -32,7 +33,11 @@ func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.M
 
 func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.RangeResponse, err error) {
 	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
-	if !req.Serializable && k.a.s.IsLearner() {
+	// A learner refuses linearizable reads, as etcd's, unless the gate
+	// LearnerLinearizableReads is on: then it reads as a follower does,
+	// through the leader's read index (raft forwards the learner's
+	// MsgReadIndex to the leader) once it has applied that far.
+	if !req.Serializable && k.a.s.IsLearner() && !k.a.s.Config().Features.Enabled(server.FeatureLearnerLinearizableReads) {
 		return nil, rpctypes.ErrGRPCNotSupportedForLearner
 	}
 	if !req.Serializable {

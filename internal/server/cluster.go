@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/autopromote"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
@@ -97,7 +98,8 @@ func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 }
 
 // MemberPromote makes a learner a voting member once its log has caught
-// up with the leader's: within a tenth of --snapshot-count entries.
+// up with the leader's: within a tenth of --snapshot-count entries
+// (autopromote.CaughtUp, which AutoPromoteLearners applies too).
 func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
 	if s.leaderID.Load() != s.id {
 		// Only the leader knows how far the learner is: ask it.
@@ -120,8 +122,7 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error)
 	st := s.node.Status()
 	learner, ok := st.Progress[id]
 	leader := st.Progress[s.id]
-	// A learner that has acknowledged nothing yet is not running at all.
-	if !ok || learner.Match == 0 || leader.Match > learner.Match+s.cfg.SnapshotCount/10 {
+	if !ok || !autopromote.CaughtUp(learner.Match, leader.Match, s.cfg.SnapshotCount/10) {
 		return nil, ErrNotLearnerReady
 	}
 	if err := s.checkPromote(); err != nil {

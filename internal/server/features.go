@@ -17,21 +17,26 @@ const (
 	FeatureInitialCorruptCheck = "InitialCorruptCheck"
 	FeatureCompactHashCheck    = "CompactHashCheck"
 	FeatureSetMemberLocalAddr  = "SetMemberLocalAddr"
+	// cairn's own (cairnFeatures): see DESIGN.md, section 6.
+	FeatureAutoPromoteLearners      = "AutoPromoteLearners"
+	FeatureLearnerLinearizableReads = "LearnerLinearizableReads"
 )
 
 // featureDefaults lists every gate a member knows, with its default.
 var featureDefaults = map[string]bool{
-	"AllAlpha":                     false,
-	"AllBeta":                      false,
-	FeatureCompactHashCheck:        false,
-	"FastLeaseKeepAlive":           true,
-	FeatureInitialCorruptCheck:     false,
-	"LeaseCheckpoint":              false,
-	"LeaseCheckpointPersist":       false,
-	"PriorityRequest":              false,
-	FeatureSetMemberLocalAddr:      false,
-	"StopGRPCServiceOnDefrag":      false,
-	"TxnModeWriteWithSharedBuffer": true,
+	"AllAlpha":                      false,
+	"AllBeta":                       false,
+	FeatureAutoPromoteLearners:      false,
+	FeatureLearnerLinearizableReads: false,
+	FeatureCompactHashCheck:         false,
+	"FastLeaseKeepAlive":            true,
+	FeatureInitialCorruptCheck:      false,
+	"LeaseCheckpoint":               false,
+	"LeaseCheckpointPersist":        false,
+	"PriorityRequest":               false,
+	FeatureSetMemberLocalAddr:       false,
+	"StopGRPCServiceOnDefrag":       false,
+	"TxnModeWriteWithSharedBuffer":  true,
 }
 
 // ParseFeatures reads a --feature-gates value; unset gates keep their
@@ -72,6 +77,9 @@ func (f Features) Enabled(name string) bool {
 // are alpha.
 var betaFeatures = map[string]bool{"AllBeta": true, "FastLeaseKeepAlive": true, "TxnModeWriteWithSharedBuffer": true}
 
+// cairnFeatures are the gates etcd has not: --help says so.
+var cairnFeatures = map[string]bool{FeatureAutoPromoteLearners: true, FeatureLearnerLinearizableReads: true}
+
 // FeatureNames lists every gate, sorted.
 func FeatureNames() []string {
 	names := make([]string, 0, len(featureDefaults))
@@ -96,6 +104,9 @@ func FeatureHelp() string {
 	b.WriteString("A set of key=value pairs that describe server level feature gates for alpha/experimental features. Options are:")
 	for _, n := range FeatureNames() {
 		fmt.Fprintf(&b, "\n%s=true|false (default=%v)", n, featureDefaults[n])
+		if cairnFeatures[n] {
+			b.WriteString(" (cairn's own, not in etcd)")
+		}
 	}
 	return b.String()
 }

@@ -1,6 +1,9 @@
 package server
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestParseFeatures: etcd's gate names and defaults, and its errors for an
 // unknown gate, a missing value and a value that is not a bool.
@@ -20,5 +23,25 @@ func TestParseFeatures(t *testing.T) {
 		if _, err := ParseFeatures(in); err == nil || err.Error() != want {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
+	}
+}
+
+// TestCairnFeatures: cairn's own gates are off by default, parse as
+// etcd's do, and --help says they are cairn's.
+func TestCairnFeatures(t *testing.T) {
+	for _, name := range []string{FeatureAutoPromoteLearners, FeatureLearnerLinearizableReads} {
+		if (Features{}).Enabled(name) {
+			t.Errorf("%s on by default", name)
+		}
+		f, err := ParseFeatures(name + "=true")
+		if err != nil || !f.Enabled(name) {
+			t.Errorf("%s=true: %v, %v", name, f, err)
+		}
+		if want := "\n" + name + "=true|false (default=false) (cairn's own, not in etcd)"; !strings.Contains(FeatureHelp(), want) {
+			t.Errorf("help has no %q:\n%s", want, FeatureHelp())
+		}
+	}
+	if strings.Contains(FeatureHelp(), "InitialCorruptCheck=true|false (default=false) (cairn") {
+		t.Error("an etcd gate marked as cairn's")
 	}
 }

@@ -202,6 +202,7 @@ func Start(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go s.publishAttributes()
 	s.startCorruptChecks()
+	s.startAutoPromote()
 	if ac, _ := autocompact.Parse(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.Enabled() {
 		s.wg.Add(1)
 		go s.autoCompactLoop(ac)
