@@ -34,6 +34,8 @@ var importRules = []struct{ from, to, why string }{
 	{"pkg/cluster", "pkg/store", "the cluster's identity and membership rules are a lower layer than the store"},
 	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
 	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},
+	{"internal/featuregate", "internal", "the feature gates are pure logic"},
+	{"internal/featuregate", "pkg", "the feature gates are pure logic"},
 	{"internal/autocompact", "internal", "the compaction policy is pure logic"},
 	{"internal/autocompact", "pkg", "the compaction policy is pure logic"},
 	{"internal/autopromote", "internal", "the learner promotion loop is driven by the server through closures"},

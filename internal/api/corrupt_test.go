@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -360,7 +361,7 @@ func TestCorruptAlarmRefusesWrites(t *testing.T) {
 // down is skipped with a warning); a healthy member starts.
 func TestCorruptInitialCheckRefusesDivergedMember(t *testing.T) {
 	ms, cfgs, logs := corruptCluster(t, func(cfg *server.Config) {
-		cfg.Features = server.Features{server.FeatureInitialCorruptCheck: true}
+		cfg.Features = featuregate.Gates{featuregate.InitialCorruptCheck: true}
 	})
 	cli := newClient(t, curls(ms)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -415,7 +416,7 @@ func TestCorruptInitialCheckRefusesDivergedMember(t *testing.T) {
 // leader raises the CORRUPT alarm for it.
 func TestCorruptCompactHashCheck(t *testing.T) {
 	ms, _, logs := corruptCluster(t, func(cfg *server.Config) {
-		cfg.Features = server.Features{server.FeatureCompactHashCheck: true}
+		cfg.Features = featuregate.Gates{featuregate.CompactHashCheck: true}
 		cfg.CompactHashCheckTime = 50 * time.Millisecond
 	})
 	cli := newClient(t, curls(ms)...)
@@ -468,7 +469,7 @@ func TestCorruptCompactHashCheck(t *testing.T) {
 func TestCorruptChecksNoFalseAlarm(t *testing.T) {
 	ms, _, logs := corruptCluster(t, func(cfg *server.Config) {
 		cfg.CorruptCheckTime = 30 * time.Millisecond
-		cfg.Features = server.Features{server.FeatureCompactHashCheck: true}
+		cfg.Features = featuregate.Gates{featuregate.CompactHashCheck: true}
 		cfg.CompactHashCheckTime = 30 * time.Millisecond
 	})
 	cli := newClient(t, curls(ms)...)

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -37,7 +37,7 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.Range
 	// LearnerLinearizableReads is on: then it reads as a follower does,
 	// through the leader's read index (raft forwards the learner's
 	// MsgReadIndex to the leader) once it has applied that far.
-	if !req.Serializable && k.a.s.IsLearner() && !k.a.s.Config().Features.Enabled(server.FeatureLearnerLinearizableReads) {
+	if !req.Serializable && k.a.s.IsLearner() && !k.a.s.Config().Features.Enabled(featuregate.LearnerLinearizableReads) {
 		return nil, rpctypes.ErrGRPCNotSupportedForLearner
 	}
 	if !req.Serializable {

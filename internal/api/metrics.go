@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/version"
 )
@@ -144,8 +145,8 @@ func newMetrics(a *API) *prometheus.Registry {
 				one("etcd_cluster_version", "Which version is running. 1 for 'cluster_version' label with current cluster version", "cluster_version", cv)
 			}
 			feature := prometheus.NewDesc("etcd_server_feature_enabled", "Whether or not a feature is enabled. 1 is enabled, 0 is not.", []string{"name", "stage"}, nil)
-			for _, name := range server.FeatureNames() {
-				ch <- prometheus.MustNewConstMetric(feature, prometheus.GaugeValue, b2f(s.Config().Features.Enabled(name)), name, server.FeatureStage(name))
+			for _, name := range featuregate.Names() {
+				ch <- prometheus.MustNewConstMetric(feature, prometheus.GaugeValue, b2f(s.Config().Features.Enabled(name)), name, featuregate.Stage(name))
 			}
 			a.collectPeers(ch)
 		}),

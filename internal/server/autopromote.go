@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/cairnkv/cairn/internal/autopromote"
+	"github.com/cairnkv/cairn/internal/featuregate"
 )
 
 // startAutoPromote runs the automatic promotion of learners (the gate
 // AutoPromoteLearners, internal/autopromote) on every member; it acts only
 // while the member leads, through MemberPromote and so its checks.
 func (s *Server) startAutoPromote() {
-	if !s.cfg.Features.Enabled(FeatureAutoPromoteLearners) {
+	if !s.cfg.Features.Enabled(featuregate.AutoPromoteLearners) {
 		return
 	}
 	p := autopromote.New(autopromote.Config{Status: s.RaftStatus, MaxLag: s.cfg.SnapshotCount / 10, Timeout: s.requestTimeout(), Logger: s.log,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/internal/autocompact"
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/pkg/backend"
@@ -81,7 +82,7 @@ type Config struct {
 	// the CompactHashCheck feature gate on; 0 means 1m.
 	CompactHashCheckTime time.Duration
 	// Features are the feature gates (--feature-gates).
-	Features Features
+	Features featuregate.Gates
 	// WALDir is etcd's --wal-dir: the WAL's segments go there rather than
 	// into <data-dir>/member/wal.
 	WALDir string
@@ -380,7 +381,7 @@ func (c Config) LearnerLimit() int {
 // it is an IP and not 0.0.0.0 or ::, as in etcd; otherwise nil (the
 // system chooses).
 func (c Config) peerLocalIP() net.IP {
-	if !c.Features.Enabled(FeatureSetMemberLocalAddr) || len(c.InitialAdvertisePeerURLs) == 0 {
+	if !c.Features.Enabled(featuregate.SetMemberLocalAddr) || len(c.InitialAdvertisePeerURLs) == 0 {
 		return nil
 	}
 	u, err := url.Parse(c.InitialAdvertisePeerURLs[0])

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/internal/featuregate"
 )
 
 func TestConfigDefaultsAreEtcds(t *testing.T) {
@@ -83,12 +85,12 @@ func TestStartRefusesBadAuthToken(t *testing.T) {
 // TestPeerLocalIP: with the SetMemberLocalAddr gate, connections to peers
 // start from the IP of the advertised peer URL (none for a name or 0.0.0.0).
 func TestPeerLocalIP(t *testing.T) {
-	gate, err := ParseFeatures("SetMemberLocalAddr=true")
+	gate, err := featuregate.Parse("SetMemberLocalAddr=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		features Features
+		features featuregate.Gates
 		url      string
 		want     string
 	}{

@@ -9,6 +9,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/hashcheck"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -59,7 +60,7 @@ func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
 // initialCorruptCheck runs the initial check when the InitialCorruptCheck
 // gate is on: the member refuses to start on a mismatch.
 func (s *Server) initialCorruptCheck() error {
-	if !s.cfg.Features.Enabled(FeatureInitialCorruptCheck) {
+	if !s.cfg.Features.Enabled(featuregate.InitialCorruptCheck) {
 		return nil
 	}
 	return s.hashChecker().InitialCheck()
@@ -73,7 +74,7 @@ func (s *Server) startCorruptChecks() {
 		s.wg.Add(1)
 		go s.corruptCheckLoop(s.cfg.CorruptCheckTime)
 	}
-	if s.cfg.Features.Enabled(FeatureCompactHashCheck) {
+	if s.cfg.Features.Enabled(featuregate.CompactHashCheck) {
 		interval := s.cfg.CompactHashCheckTime
 		if interval <= 0 {
 			interval = DefaultCompactHashCheckTime

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/etcdlog"
+	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
@@ -71,7 +72,7 @@ is the whole configuration: other flags and environment variables are ignored.`,
 	f.Uint("max-request-bytes", server.DefaultMaxRequestBytes, "maximum client request size in bytes the server will accept")
 	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
 	f.Bool("strict-reconfig-check", true, "reject reconfiguration requests that would cause quorum loss")
-	f.String("feature-gates", "", server.FeatureHelp())
+	f.String("feature-gates", "", featuregate.Help())
 	f.Duration("corrupt-check-time", 0, "Duration of time between cluster corruption check passes.")
 	f.Duration("compact-hash-check-time", server.DefaultCompactHashCheckTime, "Duration of time between leader checks followers compaction hashes.")
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
@@ -141,7 +142,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	for _, kv := range unknown {
 		logger.Warn("unrecognized environment variable", "environment-variable", kv)
 	}
-	features, err := server.ParseFeatures(v.GetString("feature-gates"))
+	features, err := featuregate.Parse(v.GetString("feature-gates"))
 	if err != nil {
 		return server.Config{}, fmt.Errorf("invalid value %q for flag -feature-gates: %w", v.GetString("feature-gates"), err)
 	}

@@ -1,4 +1,7 @@
-package server
+// Package featuregate reads --feature-gates: etcd 3.7.3's gates, with its
+// names, defaults, stages and errors, and cairn's own beside them. Pure
+// logic: it imports nothing of the module.
+package featuregate
 
 import (
 	"fmt"
@@ -7,42 +10,41 @@ import (
 	"strings"
 )
 
-// Features are the server's feature gates (--feature-gates
-// "Name=true,Other=false"), with etcd 3.7.3's names, defaults and errors,
-// and cairn's own gates beside them.
-type Features map[string]bool
+// Gates are a member's feature gates (--feature-gates
+// "Name=true,Other=false"); a gate not in the map has its default.
+type Gates map[string]bool
 
 // Feature gate names.
 const (
-	FeatureInitialCorruptCheck = "InitialCorruptCheck"
-	FeatureCompactHashCheck    = "CompactHashCheck"
-	FeatureSetMemberLocalAddr  = "SetMemberLocalAddr"
-	// cairn's own (cairnFeatures): see DESIGN.md, section 6.
-	FeatureAutoPromoteLearners      = "AutoPromoteLearners"
-	FeatureLearnerLinearizableReads = "LearnerLinearizableReads"
+	InitialCorruptCheck = "InitialCorruptCheck"
+	CompactHashCheck    = "CompactHashCheck"
+	SetMemberLocalAddr  = "SetMemberLocalAddr"
+	// cairn's own (cairnFeatures), not in etcd.
+	AutoPromoteLearners      = "AutoPromoteLearners"
+	LearnerLinearizableReads = "LearnerLinearizableReads"
 )
 
 // featureDefaults lists every gate a member knows, with its default.
 var featureDefaults = map[string]bool{
-	"AllAlpha":                      false,
-	"AllBeta":                       false,
-	FeatureAutoPromoteLearners:      false,
-	FeatureLearnerLinearizableReads: false,
-	FeatureCompactHashCheck:         false,
-	"FastLeaseKeepAlive":            true,
-	FeatureInitialCorruptCheck:      false,
-	"LeaseCheckpoint":               false,
-	"LeaseCheckpointPersist":        false,
-	"PriorityRequest":               false,
-	FeatureSetMemberLocalAddr:       false,
-	"StopGRPCServiceOnDefrag":       false,
-	"TxnModeWriteWithSharedBuffer":  true,
+	"AllAlpha":                     false,
+	"AllBeta":                      false,
+	AutoPromoteLearners:            false,
+	LearnerLinearizableReads:       false,
+	CompactHashCheck:               false,
+	"FastLeaseKeepAlive":           true,
+	InitialCorruptCheck:            false,
+	"LeaseCheckpoint":              false,
+	"LeaseCheckpointPersist":       false,
+	"PriorityRequest":              false,
+	SetMemberLocalAddr:             false,
+	"StopGRPCServiceOnDefrag":      false,
+	"TxnModeWriteWithSharedBuffer": true,
 }
 
-// ParseFeatures reads a --feature-gates value; unset gates keep their
+// Parse reads a --feature-gates value; unset gates keep their
 // defaults.
-func ParseFeatures(s string) (Features, error) {
-	f := Features{}
+func Parse(s string) (Gates, error) {
+	f := Gates{}
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -66,7 +68,7 @@ func ParseFeatures(s string) (Features, error) {
 }
 
 // Enabled reports whether a gate is on.
-func (f Features) Enabled(name string) bool {
+func (f Gates) Enabled(name string) bool {
 	if on, set := f[name]; set {
 		return on
 	}
@@ -78,10 +80,10 @@ func (f Features) Enabled(name string) bool {
 var betaFeatures = map[string]bool{"AllBeta": true, "FastLeaseKeepAlive": true, "TxnModeWriteWithSharedBuffer": true}
 
 // cairnFeatures are the gates etcd has not: --help says so.
-var cairnFeatures = map[string]bool{FeatureAutoPromoteLearners: true, FeatureLearnerLinearizableReads: true}
+var cairnFeatures = map[string]bool{AutoPromoteLearners: true, LearnerLinearizableReads: true}
 
-// FeatureNames lists every gate, sorted.
-func FeatureNames() []string {
+// Names lists every gate, sorted.
+func Names() []string {
 	names := make([]string, 0, len(featureDefaults))
 	for n := range featureDefaults {
 		names = append(names, n)
@@ -90,19 +92,19 @@ func FeatureNames() []string {
 	return names
 }
 
-// FeatureStage is a gate's stage, as etcd's metrics label it: ALPHA or BETA.
-func FeatureStage(name string) string {
+// Stage is a gate's stage, as etcd's metrics label it: ALPHA or BETA.
+func Stage(name string) string {
 	if betaFeatures[name] {
 		return "BETA"
 	}
 	return "ALPHA"
 }
 
-// FeatureHelp lists the gates for --help, as etcd's does.
-func FeatureHelp() string {
+// Help lists the gates for --help, as etcd's does.
+func Help() string {
 	var b strings.Builder
 	b.WriteString("A set of key=value pairs that describe server level feature gates for alpha/experimental features. Options are:")
-	for _, n := range FeatureNames() {
+	for _, n := range Names() {
 		fmt.Fprintf(&b, "\n%s=true|false (default=%v)", n, featureDefaults[n])
 		if cairnFeatures[n] {
 			b.WriteString(" (cairn's own, not in etcd)")
