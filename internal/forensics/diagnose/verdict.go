@@ -163,10 +163,11 @@ type loss struct {
 	revisions int64  // revisions the best's db has and m's lacks
 	diverged  bool
 	noDB      bool
+	locked    bool
 }
 
 func (v *verdict) lossOf(m *member) loss {
-	l := loss{diverged: v.diverged[m], noDB: m.db == nil}
+	l := loss{diverged: v.diverged[m], noDB: m.db == nil, locked: m.locked}
 	if v.best == nil || m == v.best {
 		return l
 	}
@@ -181,6 +182,8 @@ func (v *verdict) lossOf(m *member) loss {
 
 func (l loss) text() string {
 	switch {
+	case l.locked:
+		return "not known: a running member holds its db"
 	case l.noDB:
 		return "cannot restore from it: no readable db"
 	case l.diverged:
