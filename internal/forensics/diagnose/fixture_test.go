@@ -125,7 +125,7 @@ func TestDiagnoseUnapplied(t *testing.T) {
 		t.Errorf("kinds %v count %d entries, want 6", u.Kinds, n)
 	}
 	steps := strings.Join(r.RestoreSteps, "\n")
-	for _, want := range []string{"lacks 6 committed entries", "cp -a " + dirs[0] + " " + dirs[0] + ".apply", "--force-new-cluster",
+	for _, want := range []string{"lacks committed entries its WAL holds (6 entries, 76-81 (", "cp -a " + dirs[0] + " " + dirs[0] + ".apply", "--force-new-cluster",
 		"snapshot save m1.restore.db"} {
 		if !strings.Contains(steps, want) {
 			t.Errorf("steps lack %q:\n%s", want, steps)
@@ -134,7 +134,7 @@ func TestDiagnoseUnapplied(t *testing.T) {
 	if strings.Contains(r.Restores[0].Command, "--skip-hash-check") {
 		t.Errorf("a restore from a saved snapshot skips its hash check: %s", r.Restores[0].Command)
 	}
-	if out := runDiagnose(t, dirs[0]).stdout; !strings.Contains(out, "committed, not applied:  entries 76-81 (6: ") {
+	if out := runDiagnose(t, dirs[0]).stdout; !strings.Contains(out, "committed, not applied:  6 entries, 76-81 (") {
 		t.Errorf("human output does not list the entries:\n%s", out)
 	}
 }

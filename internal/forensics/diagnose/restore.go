@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairnkv/cairn/pkg/cluster"
@@ -35,7 +36,8 @@ type planOptions struct {
 // makePlan writes the commands that rebuild the cluster from best, with
 // the membership of best's members bucket.
 func makePlan(best *member, o planOptions) *plan {
-	members := best.db.members
+	members := slices.Clone(best.db.members)
+	slices.SortFunc(members, func(a, b cluster.Member) int { return strings.Compare(nameOf(a), nameOf(b)) })
 	if len(members) == 0 {
 		// A db without members (never published): the member alone.
 		members = []cluster.Member{{ID: best.memberID(), Name: best.name()}}
@@ -56,13 +58,13 @@ func makePlan(best *member, o planOptions) *plan {
 		// snapshot then has them, with a sha256 trailer to check.
 		apply := best.dir + ".apply"
 		p.steps = append(p.steps,
-			fmt.Sprintf("# the db of %s lacks %d committed entries its WAL holds (%s): apply them on a copy first", label(best), u.found, u.text()),
+			fmt.Sprintf("# the db of %s lacks committed entries its WAL holds (%s): a member started alone on a copy applies them", label(best), u.text()),
 			fmt.Sprintf("cp -a %s %s", shellQuote(best.dir), shellQuote(apply)),
-			fmt.Sprintf("%s serve --data-dir %s --force-new-cluster --name %s --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 &",
+			fmt.Sprintf("%s serve --data-dir %s --force-new-cluster --name %s --listen-client-urls http://127.0.0.1:12379 --advertise-client-urls http://127.0.0.1:12379 --listen-peer-urls http://127.0.0.1:12380 --initial-advertise-peer-urls http://127.0.0.1:12380 & pid=$!",
 				o.binary, shellQuote(apply), shellQuote(memberName(members, best))),
-			fmt.Sprintf("until %s --endpoints 127.0.0.1:23790 endpoint health; do sleep 1; done", o.binary),
-			fmt.Sprintf("%s --endpoints 127.0.0.1:23790 snapshot save %s", o.binary, shellQuote(p.snapshot)),
-			"kill %1; wait",
+			fmt.Sprintf("until %s --endpoints 127.0.0.1:12379 endpoint health; do sleep 1; done", o.binary),
+			fmt.Sprintf("%s --endpoints 127.0.0.1:12379 snapshot save %s", o.binary, shellQuote(p.snapshot)),
+			"kill $pid; wait $pid",
 			fmt.Sprintf("# (or, losing those entries: cp %s %s, and restore with --skip-hash-check)", shellQuote(best.db.path), shellQuote(p.snapshot)))
 		skipHash = ""
 	} else {

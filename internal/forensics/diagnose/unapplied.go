@@ -91,11 +91,13 @@ func (u *unapplied) text() string {
 	for i, k := range names {
 		parts[i] = fmt.Sprintf("%d %s", u.kinds[k], k)
 	}
-	s := fmt.Sprintf("entries %d-%d (%d", u.first, u.last, u.count())
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
+	s := fmt.Sprintf("entry %d", u.first)
+	if u.count() > 1 {
+		s = fmt.Sprintf("%d entries, %d-%d", u.count(), u.first, u.last)
 	}
-	s += ")"
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
 	if m := u.missing(); m > 0 {
 		s += fmt.Sprintf(", %d of them not in the WAL", m)
 	}
