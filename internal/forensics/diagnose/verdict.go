@@ -164,6 +164,9 @@ type loss struct {
 	diverged  bool
 	noDB      bool
 	locked    bool
+	// bestUnapplied are the best's committed entries its db lacks: their
+	// revisions are not counted in revisions.
+	bestUnapplied uint64
 }
 
 func (v *verdict) lossOf(m *member) loss {
@@ -176,6 +179,9 @@ func (v *verdict) lossOf(m *member) loss {
 	}
 	if r := v.best.revision(); r > m.revision() {
 		l.revisions = r - m.revision()
+	}
+	if u := v.best.unapplied; u != nil && l.entries > 0 {
+		l.bestUnapplied = u.count()
 	}
 	return l
 }
@@ -191,7 +197,11 @@ func (l loss) text() string {
 	case l.entries == 0 && l.revisions == 0:
 		return "nothing"
 	}
-	return fmt.Sprintf("%d committed entries, %d revisions", l.entries, l.revisions)
+	s := fmt.Sprintf("%d committed entries, %d revisions", l.entries, l.revisions)
+	if l.bestUnapplied > 0 {
+		s += fmt.Sprintf(" (of the chosen db; its WAL's %d unapplied entries may write more)", l.bestUnapplied)
+	}
+	return s
 }
 
 func boolOrder(aFirst bool) int {
