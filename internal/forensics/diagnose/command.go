@@ -62,6 +62,7 @@ func run(out io.Writer, dirs []string, format string, o planOptions) error {
 	for i, d := range dirs {
 		ms[i] = readMember(d)
 	}
+	namePeers(ms)
 	defer func() {
 		for _, m := range ms {
 			m.close()

@@ -63,7 +63,7 @@ func TestDiagnoseMissingParts(t *testing.T) {
 	os.RemoveAll(filepath.Join(noWAL, "member", "wal"))
 	missing := filepath.Join(filepath.Dir(dirs[0]), "missing")
 	r := diagnoseJSON(t, noDB, noWAL, dirs[2], missing)
-	if m := memberOf(t, r, noDB); m.DBError == "" || m.CommittedIndex != 81 || m.MemberID != "1f4d227d440d78c2" {
+	if m := memberOf(t, r, noDB); m.DBError == "" || m.CommittedIndex != 81 || m.MemberID != "1f4d227d440d78c2" || m.Name != "m1" {
 		t.Errorf("dir without db: %+v", m)
 	}
 	if m := memberOf(t, r, noWAL); m.WALError == "" || m.AppliedIndex != 81 || m.Revision != 63 {
@@ -153,5 +153,43 @@ func setConsistentIndex(t *testing.T, dir string, index uint64) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A db cut short and a WAL overwritten with garbage are reported, with
+// what else could be read.
+func TestDiagnoseGarbage(t *testing.T) {
+	dirs := copyDirs(t, []string{fixtureData, fixtureData, fixtureData})
+	db := filepath.Join(dirs[0], "member", "snap", "db")
+	st, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(db, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dirs[1], "member", "wal", "*.wal"))
+	if len(segs) == 0 {
+		t.Fatal("the fixture has no WAL segment")
+	}
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = byte(i*7 + 3)
+	}
+	if err := os.WriteFile(segs[0], garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := diagnoseJSON(t, dirs...)
+	if m := memberOf(t, r, dirs[0]); m.DBError == "" || m.WAL == nil || !m.WAL.Healthy {
+		t.Errorf("cut db: %+v", m)
+	}
+	if m := memberOf(t, r, dirs[1]); (m.WAL == nil || m.WAL.Healthy) && m.WALError == "" || m.Revision != 63 {
+		t.Errorf("garbage WAL: %+v", m)
+	}
+	if r.Best == nil || r.Best.Dir != dirs[2] {
+		t.Errorf("best %+v, want the whole dir %s", r.Best, dirs[2])
+	}
+	if out := runDiagnose(t, dirs...).stdout; !strings.Contains(out, "UNREADABLE") {
+		t.Errorf("human output does not report the cut db:\n%s", out)
 	}
 }

@@ -35,6 +35,10 @@ type member struct {
 
 	unapplied *unapplied
 
+	// peerName is the member's name as another member's db knows it, for
+	// a dir whose own db cannot be read.
+	peerName string
+
 	// hash is the HashKV at the common revision; hashErr why there is none.
 	hash    *store.KVHash
 	hashErr error
@@ -150,6 +154,27 @@ func readMembers(tx *bolt.Tx) []cluster.Member {
 	return out
 }
 
+// namePeers gives each member whose own db does not name it the name
+// that another member's db has for its ID.
+func namePeers(ms []*member) {
+	known := map[uint64]string{}
+	for _, m := range ms {
+		if m.db == nil {
+			continue
+		}
+		for _, mem := range m.db.members {
+			if mem.Name != "" {
+				known[mem.ID] = mem.Name
+			}
+		}
+	}
+	for _, m := range ms {
+		if id := m.memberID(); id != 0 {
+			m.peerName = known[id]
+		}
+	}
+}
+
 // memberID is the ID from the WAL's metadata, 0 when unknown.
 func (m *member) memberID() uint64 {
 	if m.wal != nil && m.wal.HasMetadata {
@@ -167,10 +192,10 @@ func (m *member) clusterID() uint64 {
 
 // name is the member's name in its own members bucket, "" when unknown.
 func (m *member) name() string {
-	if self := m.self(); self != nil {
+	if self := m.self(); self != nil && self.Name != "" {
 		return self.Name
 	}
-	return ""
+	return m.peerName
 }
 
 // self is the member's own entry in its members bucket.
