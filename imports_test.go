@@ -24,6 +24,7 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/forensics", "internal/api", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/client", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/transport", "the offline kit reads pkg/ only and works with no server"},
+	{"internal/forensics/diagnose", "internal/cli/serve", "diagnose reads data dirs offline: it prints the commands that start members, it never starts one"},
 	{"internal/server", "internal/api", "internal/api calls into internal/server, never the reverse"},
 	{"internal/client", "internal/server", "the client knows nothing of the server's internals"},
 	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},

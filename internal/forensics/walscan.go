@@ -31,6 +31,7 @@ type walScan struct {
 	entries    int    // entry records, superseded ones included
 	firstIndex uint64 // lowest entry index seen
 	lastIndex  uint64 // index of the last entry (the log's end)
+	lastTerm   uint64 // term of the last entry record
 	superseded int    // entries overwritten by a later entry with the same index
 	gaps       []string
 
@@ -141,6 +142,7 @@ func (s *walScan) addEntry(it *walfmt.Item, ordinal int, expect *uint64) {
 		s.gaps = append(s.gaps, fmt.Sprintf("entries %d-%d missing before %s at offset %d", *expect, idx-1, it.Segment.Name(), it.Offset))
 	}
 	s.lastIndex = idx
+	s.lastTerm = it.Entry.GetTerm()
 	*expect = idx + 1
 }
 
