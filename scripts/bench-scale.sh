@@ -12,13 +12,18 @@
 #   keys      keys-only range of 10,000 keys
 #   values    range of the same 10,000 keys with their values
 #   RSS       of the member after the load, and after the measurements
+#   defrag    half the keys deleted ([\x80, \xc0): the numbers whose low 7
+#             bits are below 64) and compacted away, then a defrag while
+#             puts go on at DEFRAG_RATE a second: how long the defrag took,
+#             and the slowest put of that load (etcd holds every write for
+#             the whole defrag)
 #
 # one request at a time (1 client), COUNTS counts and RANGES ranges, after one
 # unmeasured request of each. Latencies are the mean per request. The output
 # ends with a Markdown table for BENCHMARKS.md: medians over the rounds, and the
 # median (lowest–highest) of the cairn/etcd ratios taken within each round.
 #
-#   bash scripts/bench-scale.sh                 # ROUNDS=3 KEYS=1000000 TXN_OPS=10 COUNTS=20 RANGES=50
+#   bash scripts/bench-scale.sh                 # ROUNDS=3 KEYS=1000000 TXN_OPS=10 COUNTS=20 RANGES=50 DEFRAG_RATE=500
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #
 # Servers, ports and data directories as in scripts/bench-side-by-side.sh,
@@ -32,6 +37,7 @@ KEYS=${KEYS:-1000000}
 COUNTS=${COUNTS:-20}
 RANGES=${RANGES:-50}
 TXN_OPS=${TXN_OPS:-10}
+DEFRAG_RATE=${DEFRAG_RATE:-500}
 # The keys are those of etcd's benchmark tool: 8 bytes, the varint of the
 # key's number, zero-padded. Of the first 1,000,000, [LO, HI) holds exactly
 # 10,000; the script prints how many it found.
@@ -63,6 +69,34 @@ count_of() {
   "$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 "$1" "$2" | jq .count
 }
 
+# db_sizes: the member's db size and size in use, in bytes, as JSON fields.
+db_sizes() {
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" endpoint status | jq -c '.[0].Status | {db_size: .dbSize, db_size_in_use: .dbSizeInUse}'
+}
+
+# defrag ROUND KIND: deletes half the keys, compacts them away, then
+# defragments while a put load runs at DEFRAG_RATE; keeps KIND-defrag.ROUND.json
+# (seconds, sizes) and KIND-defrag-puts.ROUND.json (the load's result).
+defrag() {
+  local round=$1 kind=$2 rev before start took load
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s del $'\x80' $'\xc0' >/dev/null
+  rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 x | jq .header.revision)
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s compaction "$rev" --physical >/dev/null
+  before=$(db_sizes)
+  # 20 s of puts at DEFRAG_RATE; the defrag starts a second in.
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 20)) \
+    put --key-size 8 --val-size 256 --key-space-size 100000 >"$RESULTS/$kind-defrag-puts.$round.json" &
+  load=$!
+  sleep 1 # the load is under way: a duration, nothing to wait for
+  start=$(date +%s.%N)
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 300s defrag >/dev/null
+  took=$(echo "$(date +%s.%N) - $start" | bc)
+  wait "$load"
+  jq -n --argjson b "$before" --argjson a "$(db_sizes)" --argjson s "$took" '{seconds: $s, before: $b, after: $a}' >"$RESULTS/$kind-defrag.$round.json"
+  log "  defrag of $(jq .db_size <<<"$before") bytes ($(jq .db_size_in_use <<<"$before") in use) in $took s;" \
+    "slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-defrag-puts.$round.json") s"
+}
+
 measure_round() {
   local kind=$1 round=$2 start
   start_cluster "$kind" 1
@@ -77,6 +111,7 @@ measure_round() {
   bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
   bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
   rss "$kind-rss-after" "$round"
+  defrag "$round" "$kind"
   stop_servers
 }
 
@@ -117,6 +152,10 @@ for row in "rss-load:RSS after the load" "rss-after:RSS after the measurements";
   echo "| ${row#*:} | $(mib "$(median "etcd-$name" .rss_kib)") | $(mib "$(median "cairn-$name" .rss_kib)") |" \
     "$(paired "cairn-$name" "etcd-$name" .rss_kib) |"
 done
+echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
+  "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
+echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
+  "$(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |" "$(paired cairn-defrag-puts etcd-defrag-puts .latency_seconds.slowest) |"
 echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median etcd-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(paired cairn-load etcd-load .requests_per_second) |"
