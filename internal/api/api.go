@@ -69,6 +69,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	a.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(1<<31-1),
+		grpc.ForceServerCodecV2(newCodec()), // ranges answered in their wire form (encoded.go)
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.GRPCKeepAliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepAliveInterval(cfg.GRPCKeepAliveInterval), Timeout: cfg.GRPCKeepAliveTimeout}),
@@ -76,7 +77,8 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unaryWarnSlow, a.unaryWaitReady, a.unaryRequireLeader, a.unaryAuth), // httpfilter.go, ready.go, leader.go; auth: users and rules (auth.go)
 		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
-	pb.RegisterKVServer(a.grpc, &kvServer{a: a})
+	kv := &kvServer{a: a}
+	a.grpc.RegisterService(kvServiceDesc(kv), kv)
 	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
 	pb.RegisterLeaseServer(a.grpc, &leaseServer{a: a})
 	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})

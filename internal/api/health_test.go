@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnkv/cairn/internal/server"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -75,12 +72,7 @@ func TestReadWhenTheLeaderIsLostDuringIt(t *testing.T) {
 	})
 	m := ms[0]
 	hc := &http.Client{Timeout: 10 * time.Second}
-	conn, err := grpc.NewClient(strings.TrimPrefix(m.curl, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	kv := pb.NewKVClient(conn)
+	kv := pb.NewKVClient(m.dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // inProcessMember is a member and its API in the test's process.
@@ -65,4 +67,15 @@ func startInProcess(t *testing.T, n int, configure func(*server.Config)) []*inPr
 		}
 	}
 	return ms
+}
+
+// dial opens a plain gRPC connection to m, closed when the test ends.
+func (m *inProcessMember) dial(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(strings.TrimPrefix(m.curl, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -33,25 +34,9 @@ func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.M
 
 func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.RangeResponse, err error) {
 	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
-	// A learner refuses linearizable reads, as etcd's, unless the gate
-	// LearnerLinearizableReads is on: then it reads as a follower does,
-	// through the leader's read index (raft forwards the learner's
-	// MsgReadIndex to the leader) once it has applied that far.
-	if !req.Serializable && k.a.s.IsLearner() && !k.a.s.Config().Features.Enabled(featuregate.LearnerLinearizableReads) {
-		return nil, rpctypes.ErrGRPCNotSupportedForLearner
-	}
-	if !req.Serializable {
-		if err := k.a.s.LinearizableReadNotify(ctx); err != nil {
-			return nil, toGRPC(err)
-		}
-	}
-	// auth: read permission on the range, as of the state now applied;
-	// and, as etcd, no answer if the auth state is not the one the
-	// caller's token was checked at (moved during the read, or a JWT
-	// issued at another revision).
-	info := callerInfo(ctx)
-	if err := k.a.s.AuthStore().IsRangePermitted(info, req.Key, req.RangeEnd); err != nil {
-		return nil, toGRPC(err)
+	info, err := k.beforeRange(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	resp, err := k.a.s.Store().Range(req)
@@ -64,6 +49,34 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.Range
 	}
 	k.a.fillHeader(&resp.Header)
 	return resp, nil
+}
+
+// beforeRange makes the checks of a range before it reads: the member
+// may serve it, the read is linearizable unless serializable, the caller
+// may read the range. It returns the caller's auth info for the check
+// after the read.
+func (k *kvServer) beforeRange(ctx context.Context, req *pb.RangeRequest) (auth.Info, error) {
+	// A learner refuses linearizable reads, as etcd's, unless the gate
+	// LearnerLinearizableReads is on: then it reads as a follower does,
+	// through the leader's read index (raft forwards the learner's
+	// MsgReadIndex to the leader) once it has applied that far.
+	if !req.Serializable && k.a.s.IsLearner() && !k.a.s.Config().Features.Enabled(featuregate.LearnerLinearizableReads) {
+		return auth.Info{}, rpctypes.ErrGRPCNotSupportedForLearner
+	}
+	if !req.Serializable {
+		if err := k.a.s.LinearizableReadNotify(ctx); err != nil {
+			return auth.Info{}, toGRPC(err)
+		}
+	}
+	// auth: read permission on the range, as of the state now applied;
+	// and, as etcd, no answer if the auth state is not the one the
+	// caller's token was checked at (moved during the read, or a JWT
+	// issued at another revision).
+	info := callerInfo(ctx)
+	if err := k.a.s.AuthStore().IsRangePermitted(info, req.Key, req.RangeEnd); err != nil {
+		return auth.Info{}, toGRPC(err)
+	}
+	return info, nil
 }
 
 // rangeStreamChunk is the number of key-values per RangeStream message.

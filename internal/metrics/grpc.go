@@ -120,8 +120,11 @@ func (g *GRPC) done(m *method, start time.Time, err error) {
 }
 
 func messageSize(msg any) int {
-	if pm, ok := msg.(proto.Message); ok {
-		return proto.Size(pm)
+	switch m := msg.(type) {
+	case proto.Message:
+		return proto.Size(m)
+	case interface{ EncodedSize() int }: // a message sent in its wire form
+		return m.EncodedSize()
 	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnkv/cairn/pkg/backend"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // The benchmarks of ranges over a large keyspace share one store of
@@ -112,6 +113,35 @@ func benchScalePrefix(b *testing.B, keysOnly bool) {
 		resp, err := s.Range(req)
 		if err != nil || len(resp.Kvs) != 10000 {
 			b.Fatal(len(resp.GetKvs()), err)
+		}
+	}
+}
+
+// BenchmarkScaleWire10k* give a 10,000-key prefix of the 1M-key store in
+// the bytes a gRPC answer carries: Range and then proto.Marshal (what the
+// gRPC codec does with a decoded answer), or RangeEncoded.
+func BenchmarkScaleWire10kDecoded(b *testing.B)         { benchScaleWire(b, false, false) }
+func BenchmarkScaleWire10kEncoded(b *testing.B)         { benchScaleWire(b, false, true) }
+func BenchmarkScaleWire10kKeysOnlyDecoded(b *testing.B) { benchScaleWire(b, true, false) }
+func BenchmarkScaleWire10kKeysOnlyEncoded(b *testing.B) { benchScaleWire(b, true, true) }
+
+func benchScaleWire(b *testing.B, keysOnly, encoded bool) {
+	s := scaleStore(b)
+	req := &pb.RangeRequest{Key: []byte("key-001"), RangeEnd: []byte("key-002"), KeysOnly: keysOnly}
+	b.ReportAllocs()
+	for b.Loop() {
+		var out []byte
+		var err error
+		if encoded {
+			out, _, err = s.RangeEncoded(req, nil)
+		} else {
+			var resp *pb.RangeResponse
+			if resp, err = s.Range(req); err == nil {
+				out, err = proto.Marshal(resp)
+			}
+		}
+		if err != nil || len(out) < 10000*len("key-0010000") {
+			b.Fatal(len(out), err)
 		}
 	}
 }

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/cairnkv/cairn/pkg/backend"
+)
+
+// Field numbers of etcd's RangeResponse and KeyValue messages.
+const (
+	rangeResponseKvs   = 2
+	rangeResponseMore  = 3
+	rangeResponseCount = 4
+
+	keyValueKey            = 1
+	keyValueCreateRevision = 2
+	keyValueModRevision    = 3
+	keyValueVersion        = 4
+)
+
+// EncodedRangeOK says whether RangeEncoded can answer req: the key-values
+// must come in key order with no revision filter, since sorting and
+// filtering need them decoded.
+func EncodedRangeOK(req *pb.RangeRequest) bool {
+	natural := req.SortTarget == pb.RangeRequest_KEY &&
+		(req.SortOrder == pb.RangeRequest_NONE || req.SortOrder == pb.RangeRequest_ASCEND)
+	return natural && req.MinModRevision == 0 && req.MaxModRevision == 0 &&
+		req.MinCreateRevision == 0 && req.MaxCreateRevision == 0
+}
+
+// RangeEncoded answers req as Range does, but as the protobuf bytes of the
+// RangeResponse, appended to dst, without the header (a field may come in
+// any order: the caller appends the header after). It returns the store's
+// revision for that header. The key-values go from the backend into the
+// answer as they are stored there, the KeyValue messages etcd's clients
+// decode, so nothing is decoded and encoded again and the answer is held
+// once, in its final form, instead of as key-values and then as bytes.
+// req must satisfy EncodedRangeOK.
+func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, error) {
+	if len(req.Key) == 0 {
+		return dst, 0, ErrEmptyKey
+	}
+	if !EncodedRangeOK(req) {
+		return dst, 0, fmt.Errorf("range %q: sorted or filtered: not encodable as stored", req.Key)
+	}
+	r := s.Read()
+	defer r.End()
+	r.ranges++
+	curRev, rev := r.rev, req.Revision
+	switch {
+	case rev > curRev:
+		return dst, curRev, ErrFutureRev
+	case rev <= 0:
+		rev = curRev
+	case rev < r.compactRev:
+		return dst, curRev, ErrCompacted
+	}
+	if req.CountOnly {
+		return appendCount(dst, int64(s.index.countAt(req.Key, req.RangeEnd, rev))), curRev, nil
+	}
+	limit := int(req.Limit)
+	if limit > 0 {
+		limit++ // one more, to learn whether there are more
+	}
+	kas, total := s.index.rangeAt(req.Key, req.RangeEnd, rev, limit)
+	more := req.Limit > 0 && int64(len(kas)) > req.Limit
+	if more {
+		kas = kas[:req.Limit]
+	}
+	var err error
+	if req.KeysOnly {
+		dst = appendKeysOnly(dst, kas)
+	} else if dst, err = appendStoredKVs(dst, kas, r.rt); err != nil {
+		return dst, curRev, fmt.Errorf("range %q at %d: %w", req.Key, rev, err)
+	}
+	if more {
+		dst = protowire.AppendTag(dst, rangeResponseMore, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, 1)
+	}
+	return appendCount(dst, int64(total)), curRev, nil
+}
+
+func appendCount(dst []byte, count int64) []byte {
+	if count == 0 {
+		return dst
+	}
+	dst = protowire.AppendTag(dst, rangeResponseCount, protowire.VarintType)
+	return protowire.AppendVarint(dst, uint64(count))
+}
+
+// appendKeysOnly appends the key-values of a keys-only range, from the
+// index alone: key, revisions and version, no lease, as etcd answers.
+func appendKeysOnly(dst []byte, kas []keyAt) []byte {
+	type field struct {
+		num protowire.Number
+		v   int64
+	}
+	fields := func(ka *keyAt) [3]field {
+		return [...]field{{keyValueCreateRevision, ka.created.Main}, {keyValueModRevision, ka.mod.Main}, {keyValueVersion, ka.version}}
+	}
+	sizeOf := func(ka *keyAt) int {
+		n := protowire.SizeTag(keyValueKey) + protowire.SizeBytes(len(ka.key))
+		for _, f := range fields(ka) {
+			if f.v != 0 {
+				n += protowire.SizeTag(f.num) + protowire.SizeVarint(uint64(f.v))
+			}
+		}
+		return n
+	}
+	total := 0
+	for i := range kas {
+		total += protowire.SizeTag(rangeResponseKvs) + protowire.SizeBytes(sizeOf(&kas[i]))
+	}
+	dst = grow(dst, total)
+	for i := range kas {
+		ka := &kas[i]
+		dst = protowire.AppendTag(dst, rangeResponseKvs, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(sizeOf(ka)))
+		dst = protowire.AppendBytes(protowire.AppendTag(dst, keyValueKey, protowire.BytesType), ka.key)
+		for _, f := range fields(ka) {
+			if f.v != 0 {
+				dst = protowire.AppendVarint(protowire.AppendTag(dst, f.num, protowire.VarintType), uint64(f.v))
+			}
+		}
+	}
+	return dst
+}
+
+// grow makes room in dst for n more bytes, and for the few fields that
+// follow the key-values (more, count, the header), in one allocation.
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	grown := make([]byte, len(dst), len(dst)+n+64)
+	copy(grown, dst)
+	return grown
+}
+
+// appendStoredKVs appends the stored KeyValue of each of kas, read from
+// the key bucket of rt: sized first, so that dst grows once.
+func appendStoredKVs(dst []byte, kas []keyAt, rt *backend.ReadTx) ([]byte, error) {
+	br := rt.BucketReader(BucketKey)
+	vals := make([][]byte, len(kas))
+	size := 0
+	revKey := make([]byte, 0, RevisionKeyLen)
+	for i := range kas {
+		revKey = AppendRevisionKey(revKey[:0], kas[i].mod, false)
+		v, ok := br.Get(revKey)
+		if !ok {
+			return dst, fmt.Errorf("revision %s of key %q missing from the backend", kas[i].mod, kas[i].key)
+		}
+		vals[i] = v // valid while rt is open
+		size += protowire.SizeTag(rangeResponseKvs) + protowire.SizeBytes(len(v))
+	}
+	dst = grow(dst, size)
+	for _, v := range vals {
+		dst = protowire.AppendBytes(protowire.AppendTag(dst, rangeResponseKvs, protowire.BytesType), v)
+	}
+	return dst, nil
+}
