@@ -12,6 +12,9 @@
 #   keys      keys-only range of 10,000 keys
 #   values    range of the same 10,000 keys with their values
 #   RSS       of the member after the load, and after the measurements
+#   full      FULL concurrent ranges of every key with its value (the
+#             answer of each some 290 MB): the member's peak RSS while they
+#             run (VmHWM, reset before them), and their mean latency
 #   defrag    half the keys deleted ([\x80, \xc0): the numbers whose low 7
 #             bits are below 64) and compacted away, then a defrag while
 #             puts go on at DEFRAG_RATE a second: how long the defrag took,
@@ -38,6 +41,7 @@ COUNTS=${COUNTS:-20}
 RANGES=${RANGES:-50}
 TXN_OPS=${TXN_OPS:-10}
 DEFRAG_RATE=${DEFRAG_RATE:-500}
+FULL=${FULL:-8}
 # The keys are those of etcd's benchmark tool: 8 bytes, the varint of the
 # key's number, zero-padded. Of the first 1,000,000, [LO, HI) holds exactly
 # 10,000; the script prints how many it found.
@@ -67,6 +71,20 @@ rss() {
 # count_of KEY END: the number of keys in [KEY, END), as the member counts them.
 count_of() {
   "$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 "$1" "$2" | jq .count
+}
+
+# full_ranges ROUND KIND: FULL concurrent ranges of every key with its
+# value; keeps KIND-full.ROUND.json (the load generator's result) and
+# KIND-full-peak.ROUND.json (the member's peak RSS meanwhile).
+full_ranges() {
+  local round=$1 kind=$2 kib
+  echo 5 >"/proc/${PIDS[0]}/clear_refs" # resets VmHWM to the current RSS
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients "$FULL" --conns "$FULL" --total "$FULL" range "${ALL[@]}" \
+    >"$RESULTS/$kind-full.$round.json"
+  kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/${PIDS[0]}/status")
+  echo "{\"rss_kib\": $kib}" >"$RESULTS/$kind-full-peak.$round.json"
+  log "  $FULL full ranges: peak RSS $((kib / 1024)) MiB, $(jq .latency_seconds.average "$RESULTS/$kind-full.$round.json") s each," \
+    "failed $(jq .failed "$RESULTS/$kind-full.$round.json")"
 }
 
 # db_sizes: the member's db size and size in use, in bytes, as JSON fields.
@@ -111,6 +129,7 @@ measure_round() {
   bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
   bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
   rss "$kind-rss-after" "$round"
+  full_ranges "$round" "$kind"
   defrag "$round" "$kind"
   stop_servers
 }
@@ -152,6 +171,10 @@ for row in "rss-load:RSS after the load" "rss-after:RSS after the measurements";
   echo "| ${row#*:} | $(mib "$(median "etcd-$name" .rss_kib)") | $(mib "$(median "cairn-$name" .rss_kib)") |" \
     "$(paired "cairn-$name" "etcd-$name" .rss_kib) |"
 done
+echo "| $FULL concurrent ranges of every key with its value: peak RSS | $(mib "$(median etcd-full-peak .rss_kib)") | $(mib "$(median cairn-full-peak .rss_kib)") |" \
+  "$(paired cairn-full-peak etcd-full-peak .rss_kib) |"
+echo "| the same: mean latency of a range | $(median etcd-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" \
+  "$(median cairn-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-full etcd-full .latency_seconds.average) |"
 echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
   "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
 echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
