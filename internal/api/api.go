@@ -27,6 +27,7 @@ import (
 	"github.com/cairnkv/cairn/internal/api/lockpb"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 // API is the client-facing side of a member.
@@ -95,7 +96,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 		ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig:         offeringH2(s.ClientTLS()),
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(min(cfg.MaxConcurrentStreams, 1<<31-1))},
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // refused TLS handshakes, among others
+		ErrorLog:          servertls.ErrorLog(log, "client"), // refused TLS handshakes, among others
 	}
 	a.grpcTLS = &http.Server{Handler: a.grpc, ReadHeaderTimeout: a.http.ReadHeaderTimeout, TLSConfig: a.http.TLSConfig,
 		HTTP2: a.http.HTTP2, ErrorLog: a.http.ErrorLog}

@@ -2,12 +2,13 @@ package api
 
 import (
 	"expvar"
-	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 16) }
@@ -58,7 +59,7 @@ func (a *API) serveMetricsURLs() error {
 			return err
 		}
 		srv := &http.Server{Handler: a.metricsOnlyHandler(), ReadHeaderTimeout: 5 * time.Second, TLSConfig: a.metricsTLS.Clone(),
-			ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+			ErrorLog: servertls.ErrorLog(a.log, "metrics")}
 		a.metricsSrv = append(a.metricsSrv, srv)
 		a.wg.Add(1)
 		go func() {

@@ -21,6 +21,7 @@ import (
 	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/metrics"
+	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -397,7 +398,7 @@ func (s *Server) listenPeers() error {
 			return fmt.Errorf("listen on peer URL %s: %w", u, err)
 		}
 		srv := &http.Server{Handler: s.transport.Handler(), ReadHeaderTimeout: 5 * time.Second,
-			TLSConfig: s.tls.peer, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+			TLSConfig: s.tls.peer, ErrorLog: servertls.ErrorLog(s.log, "peer")}
 		s.peerSrv = append(s.peerSrv, srv)
 		if secure {
 			go srv.ServeTLS(ln, "", "")
