@@ -65,16 +65,25 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 	if limit > 0 {
 		limit++ // one more, to learn whether there are more
 	}
-	kas, total := s.index.rangeAt(req.Key, req.RangeEnd, rev, limit)
-	more := req.Limit > 0 && int64(len(kas)) > req.Limit
-	if more {
-		kas = kas[:req.Limit]
-	}
-	var err error
+	var more bool
+	var total int
 	if req.KeysOnly {
+		var kas []keyAt
+		kas, total = s.index.rangeAt(req.Key, req.RangeEnd, rev, limit)
+		if more = req.Limit > 0 && int64(len(kas)) > req.Limit; more {
+			kas = kas[:req.Limit]
+		}
 		dst = appendKeysOnly(dst, kas)
-	} else if dst, err = appendStoredKVs(dst, kas, r.rt); err != nil {
-		return dst, curRev, fmt.Errorf("range %q at %d: %w", req.Key, rev, err)
+	} else {
+		var mods []Revision
+		mods, total = s.index.modRevisionsAt(req.Key, req.RangeEnd, rev, limit)
+		if more = req.Limit > 0 && int64(len(mods)) > req.Limit; more {
+			mods = mods[:req.Limit]
+		}
+		var err error
+		if dst, err = appendStoredKVs(dst, mods, r.rt); err != nil {
+			return dst, curRev, fmt.Errorf("range %q at %d: %w", req.Key, rev, err)
+		}
 	}
 	if more {
 		dst = protowire.AppendTag(dst, rangeResponseMore, protowire.VarintType)
@@ -140,18 +149,18 @@ func grow(dst []byte, n int) []byte {
 	return grown
 }
 
-// appendStoredKVs appends the stored KeyValue of each of kas, read from
-// the key bucket of rt: sized first, so that dst grows once.
-func appendStoredKVs(dst []byte, kas []keyAt, rt *backend.ReadTx) ([]byte, error) {
+// appendStoredKVs appends the stored KeyValue of each revision of mods,
+// read from the key bucket of rt: sized first, so that dst grows once.
+func appendStoredKVs(dst []byte, mods []Revision, rt *backend.ReadTx) ([]byte, error) {
 	br := rt.BucketReader(BucketKey)
-	vals := make([][]byte, len(kas))
+	vals := make([][]byte, len(mods))
 	size := 0
 	revKey := make([]byte, 0, RevisionKeyLen)
-	for i := range kas {
-		revKey = AppendRevisionKey(revKey[:0], kas[i].mod, false)
+	for i, mod := range mods {
+		revKey = AppendRevisionKey(revKey[:0], mod, false)
 		v, ok := br.Get(revKey)
 		if !ok {
-			return dst, fmt.Errorf("revision %s of key %q missing from the backend", kas[i].mod, kas[i].key)
+			return dst, fmt.Errorf("revision %s missing from the backend", mod)
 		}
 		vals[i] = v // valid while rt is open
 		size += protowire.SizeTag(rangeResponseKvs) + protowire.SizeBytes(len(v))
