@@ -59,8 +59,9 @@ func TestDefragDoesNotStopWrites(t *testing.T) {
 	}
 
 	// A writer (one put after the other) and a reader (a key of the file),
-	// first for two seconds with no defrag (about as long as the defrag takes under -race), as the control: the slowest
-	// request then is what the machine's load alone costs.
+	// first for two seconds with no defrag (about as long as the defrag
+	// takes under -race), as the control: the slowest request then is what
+	// the machine's load alone costs.
 	var (
 		stop              = make(chan struct{})
 		wg                sync.WaitGroup
