@@ -49,14 +49,10 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 	r := s.Read()
 	defer r.End()
 	r.ranges++
-	curRev, rev := r.rev, req.Revision
-	switch {
-	case rev > curRev:
-		return dst, curRev, ErrFutureRev
-	case rev <= 0:
-		rev = curRev
-	case rev < r.compactRev:
-		return dst, curRev, ErrCompacted
+	curRev := r.rev
+	rev, err := readRev(req.Revision, curRev, r.compactRev)
+	if err != nil {
+		return dst, curRev, err
 	}
 	if req.CountOnly {
 		return appendCount(dst, int64(s.index.countAt(req.Key, req.RangeEnd, rev))), curRev, nil
@@ -80,7 +76,6 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 		if more = req.Limit > 0 && int64(len(mods)) > req.Limit; more {
 			mods = mods[:req.Limit]
 		}
-		var err error
 		if dst, err = appendStoredKVs(dst, mods, r.rt); err != nil {
 			return dst, curRev, fmt.Errorf("range %q at %d: %w", req.Key, rev, err)
 		}

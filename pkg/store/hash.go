@@ -46,13 +46,9 @@ func (s *Store) HashKV(rev int64) (KVHash, error) {
 	r := s.Read()
 	defer r.End()
 	compactRev := r.compactRev
-	switch {
-	case rev > r.rev:
-		return KVHash{}, ErrFutureRev
-	case rev <= 0:
-		rev = r.rev
-	case rev < compactRev:
-		return KVHash{}, ErrCompacted
+	rev, err := readRev(rev, r.rev, compactRev)
+	if err != nil {
+		return KVHash{}, err
 	}
 	sum, err := hashKV(s.index, compactRev, rev, func(upper []byte, fn func(k, v []byte) bool) error {
 		return r.rt.Range(BucketKey, nil, upper, fn)

@@ -95,16 +95,12 @@ func (oi *OfflineIndex) LiveKeys() int {
 // (Castagnoli) of the key bucket's name and of the revisions up to rev
 // (0: the current one) that a member's HashKV covers.
 func (oi *OfflineIndex) HashKV(rev int64) (KVHash, error) {
-	switch {
-	case rev > oi.rev:
-		return KVHash{}, ErrFutureRev
-	case rev <= 0:
-		rev = oi.rev
-	case rev < oi.compactRev:
-		return KVHash{}, ErrCompacted
+	rev, err := readRev(rev, oi.rev, oi.compactRev)
+	if err != nil {
+		return KVHash{}, err
 	}
 	var sum uint32
-	err := oi.db.View(func(tx *bolt.Tx) error {
+	err = oi.db.View(func(tx *bolt.Tx) error {
 		var err error
 		sum, err = hashKV(oi.index, oi.compactRev, rev, func(upper []byte, fn func(k, v []byte) bool) error {
 			kb := tx.Bucket(BucketKey)

@@ -65,14 +65,9 @@ func (r *ReadTxn) End() {
 // rangeKVs implements Range for read and write transactions: curRev is the
 // newest revision visible to the caller and rt the view of the backend.
 func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev int64, rt *backend.ReadTx) (*RangeResult, error) {
-	rev := opts.Rev
-	switch {
-	case rev > curRev:
-		return &RangeResult{Rev: curRev}, ErrFutureRev
-	case rev <= 0:
-		rev = curRev
-	case rev < compactRev:
-		return &RangeResult{Rev: curRev}, ErrCompacted
+	rev, err := readRev(opts.Rev, curRev, compactRev)
+	if err != nil {
+		return &RangeResult{Rev: curRev}, err
 	}
 	if opts.Count {
 		return &RangeResult{Count: s.index.countAt(key, end, rev), Rev: curRev}, nil

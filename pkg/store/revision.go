@@ -64,3 +64,18 @@ func ParseRevisionKey(b []byte) (rev Revision, tombstone bool, err error) {
 	rev.Sub = int64(binary.BigEndian.Uint64(b[9:17]))
 	return rev, tombstone, nil
 }
+
+// readRev is the revision a read asked for at rev reads at, in a store at
+// curRev compacted up to compactRev: rev itself, or curRev for 0 (or less);
+// a revision to come, or one compacted away, is an error.
+func readRev(rev, curRev, compactRev int64) (int64, error) {
+	switch {
+	case rev > curRev:
+		return 0, ErrFutureRev
+	case rev <= 0:
+		return curRev, nil
+	case rev < compactRev:
+		return 0, ErrCompacted
+	}
+	return rev, nil
+}
