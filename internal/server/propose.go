@@ -136,31 +136,17 @@ func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 	if s.leaderID.Load() == 0 {
 		return ErrNoLeader
 	}
-	leaderLost := func() bool {
-		changed = s.leaderless.Changed()
-		return s.leaderID.Load() == 0
-	}
 	done := make(chan error, 1)
-	for queued := false; !queued; {
-		select {
-		case s.readc <- done:
-			queued = true
-		case <-changed:
-			if leaderLost() {
-				return ErrLeaderChanged
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.stopc:
-			return ErrStopped
-		}
-	}
+	readc := s.readc // nil once the read is queued
 	for {
 		select {
+		case readc <- done:
+			readc = nil
 		case err := <-done:
 			return err
 		case <-changed:
-			if leaderLost() {
+			changed = s.leaderless.Changed()
+			if s.leaderID.Load() == 0 {
 				return ErrLeaderChanged
 			}
 		case <-ctx.Done():
