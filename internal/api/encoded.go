@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -76,23 +75,18 @@ func (k *kvServer) rangeHandler(_ any, ctx context.Context, dec func(any) error,
 
 // rangeEncoded answers a range with its encoded RangeResponse when the
 // store can build it, as kvServer.Range otherwise.
-func (k *kvServer) rangeEncoded(ctx context.Context, req *pb.RangeRequest) (_ any, err error) {
+func (k *kvServer) rangeEncoded(ctx context.Context, req *pb.RangeRequest) (any, error) {
 	if !store.EncodedRangeOK(req) {
 		return k.Range(ctx, req)
 	}
-	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
-	info, err := k.beforeRange(ctx, req)
+	var b []byte
+	var rev int64
+	err := k.serveRange(ctx, req, func() (err error) {
+		b, rev, err = k.a.s.Store().RangeEncoded(req, nil)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	start := time.Now()
-	b, rev, err := k.a.s.Store().RangeEncoded(req, nil)
-	k.a.metrics.Range(err == nil, time.Since(start))
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if err := k.a.s.AuthStore().CheckSameRevision(info); err != nil {
-		return nil, toGRPC(err)
 	}
 	hdr, err := proto.Marshal(k.a.header(rev))
 	if err != nil {

@@ -32,23 +32,34 @@ func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.M
 	return resp, toGRPC(err)
 }
 
-func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (_ *pb.RangeResponse, err error) {
-	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
-	info, err := k.beforeRange(ctx, req)
+func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	var resp *pb.RangeResponse
+	err := k.serveRange(ctx, req, func() (err error) {
+		resp, err = k.a.s.Store().Range(req)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	resp, err := k.a.s.Store().Range(req)
-	k.a.metrics.Range(err == nil, time.Since(start))
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if err := k.a.s.AuthStore().CheckSameRevision(info); err != nil {
-		return nil, toGRPC(err)
-	}
 	k.a.fillHeader(&resp.Header)
 	return resp, nil
+}
+
+// serveRange runs a range's checks and metrics around read, which reads
+// the store; the error is the gRPC one.
+func (k *kvServer) serveRange(ctx context.Context, req *pb.RangeRequest, read func() error) (err error) {
+	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
+	info, err := k.beforeRange(ctx, req)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = read()
+	k.a.metrics.Range(err == nil, time.Since(start))
+	if err != nil {
+		return toGRPC(err)
+	}
+	return toGRPC(k.a.s.AuthStore().CheckSameRevision(info))
 }
 
 // beforeRange makes the checks of a range before it reads: the member
