@@ -302,6 +302,11 @@ func (b *Backend) flush(db *bolt.DB, batch *writeBuffer) error {
 		b.cfg.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
 	}
 	failpoint.Hit("backendAfterCommit")
+	return b.refreshSize(db)
+}
+
+// refreshSize records the size of db as of its last commit.
+func (b *Backend) refreshSize(db *bolt.DB) error {
 	return db.View(func(tx *bolt.Tx) error {
 		b.size.Store(tx.Size())
 		return nil
@@ -674,7 +679,7 @@ func (b *Backend) SnapshotSize() int64 { return b.Size() }
 // world: commits wait while the file is copied, so it does not change, but
 // writers go on filling the open batch and readers read the file and the
 // batches; only the swap of the file for its copy holds them back, for as
-// long as a rename and an open take. The original file stays intact until
+// long as a pointer takes to change. The original file stays intact until
 // the copy is complete and synced.
 func (b *Backend) Defrag() error {
 	b.defrags.Add(1) // before commitMu, so that CommitUnlessDefragging sees it
@@ -701,10 +706,7 @@ func (b *Backend) Defrag() error {
 		b.batchMu.Unlock()
 		return err
 	}
-	return db.View(func(tx *bolt.Tx) error {
-		b.size.Store(tx.Size())
-		return nil
-	})
+	return b.refreshSize(db)
 }
 
 // swapFile renames the copy at tmp over the file and opens it in the old
