@@ -1,6 +1,7 @@
 package forensics
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -46,15 +47,7 @@ func newRestoreCluster(name, initialCluster, token, advertisePeerURLs string) (*
 			c.self = m
 		}
 	}
-	slices.SortFunc(c.members, func(a, b cluster.Member) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(c.members, func(a, b cluster.Member) int { return cmp.Compare(a.ID, b.ID) })
 	ids := make([]uint64, len(c.members))
 	for i, m := range c.members {
 		ids[i] = m.ID

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -142,15 +143,7 @@ func readMembers(tx *bolt.Tx) []cluster.Member {
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b cluster.Member) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b cluster.Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
