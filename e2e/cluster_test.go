@@ -11,8 +11,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 func TestSingleMember(t *testing.T) {
@@ -210,28 +208,11 @@ func TestLearnerPromotion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
-	// A new cluster refuses additions until its members have been
-	// connected for 5 s (--strict-reconfig-check, as etcd's).
-	var added *clientv3.MemberAddResponse
-	var err error
-	waitFor(t, 20*time.Second, "the learner to be added", func() bool {
-		added, err = cli.MemberAddAsLearner(ctx, []string{l.purl})
-		return !errors.Is(err, rpctypes.ErrUnhealthy)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := added.Member.ID
+	l, id := addLearner(ctx, t, cli, ms, clusterOptions{})
 	// Not started yet, it has nothing of the log: promotion is refused.
 	if _, err := cli.MemberPromote(ctx, id); !errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
 		t.Fatalf("promoting a learner that is behind: %v, want %v", err, rpctypes.ErrMemberLearnerNotReady)
 	}
-	var initial []string
-	for _, m := range append(ms, l) {
-		initial = append(initial, m.name+"="+m.purl)
-	}
-	l.args = l.flags(strings.Join(initial, ","), "existing", clusterOptions{})
 	l.start()
 	waitFor(t, 30*time.Second, "the learner to catch up and be promoted", func() bool {
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)

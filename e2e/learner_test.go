@@ -20,9 +20,10 @@ import (
 // The learner features behind cairn's own gates: AutoPromoteLearners and
 // LearnerLinearizableReads.
 
-// addLearner adds a learner to the cluster of ms through cli (once the
-// strict reconfiguration check lets a new cluster grow) and returns it, not
-// started, with its flags (opts' extra ones included) and its ID.
+// addLearner adds a learner to the cluster of ms through cli and returns
+// it, not started, with its flags (opts' extra ones included) and its ID.
+// A new cluster refuses additions until its members have been connected
+// for 5 s (--strict-reconfig-check, as etcd's): it tries until then.
 func addLearner(ctx context.Context, t *testing.T, cli *clientv3.Client, ms []*member, opts clusterOptions) (*member, uint64) {
 	t.Helper()
 	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
