@@ -34,6 +34,32 @@ func (li *leaseIndex) attach(key string, lease int64) {
 	li.leased[key] = lease
 }
 
+// restore replays a revision of key at a rebuild: a put attached to lease,
+// or a deletion (tombstone). It allocates nothing for a key that has no
+// lease and had none.
+func (li *leaseIndex) restore(key []byte, lease int64, tombstone bool) {
+	if tombstone {
+		lease = 0
+	}
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	if _, had := li.leased[string(key)]; !had && lease == 0 {
+		return
+	}
+	k := string(key)
+	li.detachLocked(k)
+	if lease == 0 {
+		return
+	}
+	set := li.keys[lease]
+	if set == nil {
+		set = make(map[string]struct{})
+		li.keys[lease] = set
+	}
+	set[k] = struct{}{}
+	li.leased[k] = lease
+}
+
 // detach records that key no longer exists.
 func (li *leaseIndex) detach(key string) {
 	li.mu.Lock()

@@ -192,11 +192,7 @@ func (s *Store) rebuild() error {
 			restoreErr = err
 			return false
 		}
-		if tomb {
-			s.leases.detach(string(kv.Key))
-		} else {
-			s.leases.attach(string(kv.Key), kv.Lease)
-		}
+		s.leases.restore(kv.Key, kv.Lease, tomb)
 		current = max(current, rev.Main)
 		return true
 	})
@@ -214,16 +210,16 @@ func (s *Store) rebuild() error {
 	return nil
 }
 
-// restoreRevision replays one entry of the key bucket into index, decoding
-// its value into kv. A KeyValue with an empty key is accepted: etcd's
-// snapshot restore --bump-revision writes one to mark the bumped revision,
-// and etcd counts it as a key.
+// restoreRevision replays one entry of the key bucket into index, decoding its
+// value into kv, whose Key and Value are then in v. A KeyValue with an empty
+// key is accepted: etcd's snapshot restore --bump-revision writes one to
+// mark the bumped revision, and etcd counts it as a key.
 func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revision, bool, error) {
 	rev, tomb, err := ParseRevisionKey(k)
 	if err != nil {
 		return Revision{}, false, err
 	}
-	if err := UnmarshalKeyValue(v, kv); err != nil {
+	if err := decodeKeyValue(v, kv); err != nil {
 		return Revision{}, false, fmt.Errorf("revision %s: value is not a KeyValue: %w", rev, err)
 	}
 	key := kv.Key

@@ -1,6 +1,7 @@
 package walfmt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -326,4 +327,50 @@ func FuzzDecodeSegment(f *testing.F) {
 			t.Fatalf("Repair succeeded but the segment still has damage: %v", errs)
 		}
 	})
+}
+
+// TestSkipEntries: a decoder that skips entries finds the same records,
+// checked the same way, as one that decodes them: the same damage, the
+// other records' payloads, and no entry decoded.
+func TestSkipEntries(t *testing.T) {
+	dir, items := writeWAL(t, 400, 1<<12)
+	victim := items[30]
+	flipByte(t, victim.Segment.Path, victim.Offset+frameHeaderSize+int64(RecordSize(victim.Record))-1)
+	want, wantErrs := decodeDir(t, dir, DecoderOptions{})
+	got, gotErrs := decodeDir(t, dir, DecoderOptions{SkipEntries: true})
+	if len(gotErrs) != 1 || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
+		t.Fatalf("errors %v, want %v", gotErrs, wantErrs)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	entries := 0
+	for i, it := range got {
+		w := want[i]
+		if it.Segment != w.Segment || it.Offset != w.Offset || it.Type != w.Type || it.CRC != w.CRC {
+			t.Fatalf("record %d: %v at %d (crc %#x), want %v at %d (crc %#x)", i, it.Type, it.Offset, it.CRC, w.Type, w.Offset, w.CRC)
+		}
+		if it.Type == RecordEntry {
+			entries++
+			if it.Entry != nil {
+				t.Errorf("record %d: entry decoded", i)
+			}
+			continue
+		}
+		if !bytes.Equal(it.Data, w.Data) || (it.HardState == nil) != (w.HardState == nil) ||
+			(it.Metadata == nil) != (w.Metadata == nil) || (it.Snapshot == nil) != (w.Snapshot == nil) {
+			t.Errorf("record %d (%v): payload %v, want %v", i, it.Type, it.Payload, w.Payload)
+		}
+	}
+	if entries == 0 || segmentsOf(got) < 2 {
+		t.Fatalf("%d entries in %d segments: the WAL does not test what it should", entries, segmentsOf(got))
+	}
+}
+
+func segmentsOf(items []*Item) int {
+	seen := map[string]bool{}
+	for _, it := range items {
+		seen[it.Segment.Path] = true
+	}
+	return len(seen)
 }

@@ -2,6 +2,7 @@ package walfmt
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,12 @@ type DecoderOptions struct {
 	// VerifyTail makes the decoder read on after the zero length word that ends
 	// each segment and report ErrDataAfterTail if anything but zeros follows.
 	VerifyTail bool
+	// SkipEntries leaves entry records undecoded (their Payload is empty)
+	// and reads them into one buffer, which the next call to Next reuses:
+	// for a reader that wants only the other records, and their CRCs
+	// checked (raft entries are most of a WAL's bytes and of the time
+	// taken to decode it).
+	SkipEntries bool
 }
 
 // Decoder reads the records of a sequence of segments one at a time, in
@@ -66,6 +73,7 @@ type Decoder struct {
 	pendingErrs []error // errors found together with the one returned, still to report
 	endOffset   int64   // where the frames of the last segment read end
 	scratch     [frameHeaderSize]byte
+	entryBuf    []byte // the frame buffer reused with SkipEntries
 }
 
 // NewDecoder returns a decoder over segs, which must be ordered by sequence.
@@ -257,7 +265,15 @@ func (d *Decoder) readFrame() (*Item, error) {
 		return nil, d.fail(ErrTornFrame, off, off+frameHeaderSize,
 			fmt.Errorf("frame of %d bytes, %d left in file: %w", frameSize, d.size-off, io.ErrUnexpectedEOF))
 	}
-	buf := make([]byte, length+int64(pad))
+	var buf []byte
+	if d.opts.SkipEntries {
+		if int64(cap(d.entryBuf)) < length+int64(pad) {
+			d.entryBuf = make([]byte, length+int64(pad))
+		}
+		buf = d.entryBuf[:length+int64(pad)]
+	} else {
+		buf = make([]byte, length+int64(pad))
+	}
 	if _, err := io.ReadFull(d.br, buf); err != nil {
 		return nil, d.fail(ErrIO, off, off+frameHeaderSize, err)
 	}
@@ -278,7 +294,14 @@ func (d *Decoder) readFrame() (*Item, error) {
 	}
 	d.crc, d.chainKnown = rec.CRC, true
 	it := &Item{Segment: d.cur, Offset: off, FrameSize: frameSize, Record: rec}
-	it.Payload, err = DecodePayload(rec.Type, rec.Data)
+	switch {
+	case d.opts.SkipEntries && rec.Type == RecordEntry:
+	case d.opts.SkipEntries:
+		it.Data = bytes.Clone(rec.Data) // the payload may keep parts of it
+		it.Payload, err = DecodePayload(rec.Type, it.Data)
+	default:
+		it.Payload, err = DecodePayload(rec.Type, rec.Data)
+	}
 	if err != nil {
 		// The crc vouches for the bytes, so the frame boundaries are right.
 		d.endOffset = off

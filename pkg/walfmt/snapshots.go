@@ -14,7 +14,7 @@ import (
 // A .snap file that no valid record names was written by a member that
 // crashed before it recorded the snapshot in its WAL; it must be passed over.
 func ValidSnapshots(dir string) ([]Snapshot, error) {
-	d, err := OpenDecoder(dir, DecoderOptions{})
+	d, err := OpenDecoder(dir, DecoderOptions{SkipEntries: true})
 	if err != nil {
 		return nil, err
 	}
