@@ -12,6 +12,10 @@
 #   keys      keys-only range of 10,000 keys
 #   values    range of the same 10,000 keys with their values
 #   RSS       of the member after the load, and after the measurements
+#   restart   the member stopped with kill -9, then with SIGTERM (a clean
+#             stop), and started again each time: the time from its start to
+#             the answer of its first linearizable read (etcd's client,
+#             retrying every 5 ms)
 #   full      FULL concurrent ranges of every key with its value (the
 #             answer of each some 290 MB): the member's peak RSS while they
 #             run (VmHWM, reset before them), and their mean latency
@@ -87,6 +91,20 @@ full_ranges() {
     "failed $(jq .failed "$RESULTS/$kind-full.$round.json")"
 }
 
+# restart ROUND KIND SIGNAL NAME: stops the member with SIGNAL, starts it
+# again on its data directory and keeps, as KIND-NAME.ROUND.json, the seconds
+# from its start to the answer of its first linearizable read.
+restart() {
+  local round=$1 kind=$2 sig=$3 name=$4 start end
+  kill -s "$sig" "${PIDS[0]}"
+  wait "${PIDS[0]}" 2>/dev/null || true
+  start=$(date +%s%N)
+  launch_member 0
+  end=$("$ETCDCLIENT" first-read "$ENDPOINTS" 120s)
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "{\"seconds\": %.3f}\n", (e - s) / 1e9 }' >"$RESULTS/$kind-$name.$round.json"
+  log "  restart after $sig: first linearizable read in $(jq .seconds "$RESULTS/$kind-$name.$round.json") s"
+}
+
 # db_sizes: the member's db size and size in use, in bytes, as JSON fields.
 db_sizes() {
   "$CAIRN" -w json --endpoints "$ENDPOINTS" endpoint status | jq -c '.[0].Status | {db_size: .dbSize, db_size_in_use: .dbSizeInUse}'
@@ -129,6 +147,8 @@ measure_round() {
   bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
   bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
   rss "$kind-rss-after" "$round"
+  restart "$round" "$kind" KILL restart-kill
+  restart "$round" "$kind" TERM restart-term
   full_ranges "$round" "$kind"
   defrag "$round" "$kind"
   stop_servers
@@ -170,6 +190,11 @@ for row in "rss-load:RSS after the load" "rss-after:RSS after the measurements";
   name=${row%%:*}
   echo "| ${row#*:} | $(mib "$(median "etcd-$name" .rss_kib)") | $(mib "$(median "cairn-$name" .rss_kib)") |" \
     "$(paired "cairn-$name" "etcd-$name" .rss_kib) |"
+done
+for row in "restart-kill:kill -9, restart, first linearizable read" "restart-term:clean stop, restart, first linearizable read"; do
+  name=${row%%:*}
+  echo "| ${row#*:} | $(median "etcd-$name" .seconds | awk '{ printf "%.2f s", $1 }') |" \
+    "$(median "cairn-$name" .seconds | awk '{ printf "%.2f s", $1 }') | $(paired "cairn-$name" "etcd-$name" .seconds) |"
 done
 echo "| $FULL concurrent ranges of every key with its value: peak RSS | $(mib "$(median etcd-full-peak .rss_kib)") | $(mib "$(median cairn-full-peak .rss_kib)") |" \
   "$(paired cairn-full-peak etcd-full-peak .rss_kib) |"

@@ -39,27 +39,25 @@ log() { echo "# $*" >&2; }
 
 PIDS=()
 CLUSTER_DIR=""
+CLUSTER_KIND=""
+CLUSTER_PORTS=()
+CLUSTER_INITIAL=""
 
 # start_cluster KIND SIZE: starts SIZE members of KIND (etcd or cairn) and
 # sets ENDPOINTS to their client addresses, comma-separated.
 start_cluster() {
-  local kind=$1 size=$2 ports initial="" i
+  local kind=$1 size=$2 i
+  CLUSTER_KIND=$kind
   CLUSTER_DIR=$(mktemp -d "$WORK/$kind-$size.XXXX")
-  read -r -a ports <<<"$("$ETCDCLIENT" free-ports $((2 * size)))"
+  read -r -a CLUSTER_PORTS <<<"$("$ETCDCLIENT" free-ports $((2 * size)))"
+  CLUSTER_INITIAL=""
   for ((i = 0; i < size; i++)); do
-    initial+="${initial:+,}m$i=http://127.0.0.1:${ports[2 * i + 1]}"
+    CLUSTER_INITIAL+="${CLUSTER_INITIAL:+,}m$i=http://127.0.0.1:${CLUSTER_PORTS[2 * i + 1]}"
   done
   ENDPOINTS=""
   for ((i = 0; i < size; i++)); do
-    local client=127.0.0.1:${ports[2 * i]} peer=127.0.0.1:${ports[2 * i + 1]} cmd
-    if [[ $kind == etcd ]]; then cmd=("$ETCD_BIN/etcd"); else cmd=("$CAIRN" serve); fi
-    "${cmd[@]}" --name "m$i" --data-dir "$CLUSTER_DIR/m$i" \
-      --listen-client-urls "http://$client" --advertise-client-urls "http://$client" \
-      --listen-peer-urls "http://$peer" --initial-advertise-peer-urls "http://$peer" \
-      --initial-cluster "$initial" --initial-cluster-token "bench-$kind-$size" \
-      --initial-cluster-state new >"$CLUSTER_DIR/m$i.log" 2>&1 &
-    PIDS+=($!)
-    ENDPOINTS+="${ENDPOINTS:+,}$client"
+    launch_member "$i"
+    ENDPOINTS+="${ENDPOINTS:+,}127.0.0.1:${CLUSTER_PORTS[2 * i]}"
   done
   local deadline=$((SECONDS + 30))
   until "$CAIRN" --endpoints "$ENDPOINTS" endpoint health >/dev/null 2>&1; do
@@ -71,6 +69,19 @@ start_cluster() {
     sleep 0.2
   done
   log "$kind x$size up: $ENDPOINTS"
+}
+
+# launch_member I: starts member I of the cluster of start_cluster (again,
+# after a stop: on its data directory, which holds the member) as PIDS[I].
+launch_member() {
+  local i=$1 client=127.0.0.1:${CLUSTER_PORTS[2 * $1]} peer=127.0.0.1:${CLUSTER_PORTS[2 * $1 + 1]} cmd
+  if [[ $CLUSTER_KIND == etcd ]]; then cmd=("$ETCD_BIN/etcd"); else cmd=("$CAIRN" serve); fi
+  "${cmd[@]}" --name "m$i" --data-dir "$CLUSTER_DIR/m$i" \
+    --listen-client-urls "http://$client" --advertise-client-urls "http://$client" \
+    --listen-peer-urls "http://$peer" --initial-advertise-peer-urls "http://$peer" \
+    --initial-cluster "$CLUSTER_INITIAL" --initial-cluster-token "bench-$CLUSTER_KIND-$((${#CLUSTER_PORTS[@]} / 2))" \
+    --initial-cluster-state new >>"$CLUSTER_DIR/m$i.log" 2>&1 &
+  PIDS[i]=$!
 }
 
 # stop_servers stops the members started last and removes their data

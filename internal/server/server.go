@@ -132,6 +132,19 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
+	var wal chan walRead
+	if segs, _ := walfmt.ListSegments(cfg.walDir()); len(segs) > 0 {
+		wal = make(chan walRead, 1)
+		go func() { wal <- s.readWAL() }()
+	}
+	walTaken := false
+	defer func() {
+		if wal != nil && !walTaken { // Start failed before bootstrap
+			if wr := <-wal; wr.w != nil {
+				wr.w.Close()
+			}
+		}
+	}()
 	st, err := s.openStore()
 	if err != nil {
 		return nil, err
@@ -161,7 +174,8 @@ func Start(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	if err := s.bootstrap(); err != nil {
+	walTaken = true
+	if err := s.bootstrap(wal); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -236,11 +250,11 @@ func (s *Server) campaignAlone() {
 	}
 }
 
-// bootstrap starts raft from the WAL and snapshot, or creates them.
-func (s *Server) bootstrap() error {
-	segs, _ := walfmt.ListSegments(s.cfg.walDir())
-	if len(segs) > 0 {
-		return s.restart()
+// bootstrap starts raft from the WAL and snapshot (wal, which readWAL is
+// reading, when there is a WAL), or creates them.
+func (s *Server) bootstrap(wal <-chan walRead) error {
+	if wal != nil {
+		return s.restart(<-wal)
 	}
 	if s.cfg.InitialClusterState == "existing" {
 		return s.join()
@@ -302,24 +316,42 @@ func (s *Server) startNew() error {
 	return nil
 }
 
-// restart resumes from the newest snapshot and the WAL after it.
-func (s *Server) restart() error {
+// walRead is a restarting member's WAL, opened after the newest snapshot.
+type walRead struct {
+	snap *raftpb.Snapshot
+	w    *walfmt.Writer
+	rr   *walfmt.ReadResult
+	err  error
+}
+
+// readWAL loads the newest snapshot the WAL records and opens the WAL after
+// it, cutting a torn tail. It needs nothing of the store, so Start runs it
+// beside the store's index rebuild: at a restart of a large member each
+// takes a core for a while.
+func (s *Server) readWAL() walRead {
 	snap, walSnap, err := s.loadSnapshot()
 	if err != nil {
-		return err
+		return walRead{err: err}
 	}
 	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
 	if errors.Is(err, walfmt.ErrTornFrame) {
 		res, rerr := walfmt.Repair(s.cfg.walDir())
 		if rerr != nil {
-			return fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)
+			return walRead{err: fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)}
 		}
 		s.log.Warn("repaired torn wal tail", "segment", res.Segment, "offset", res.Offset, "cut-bytes", res.CutBytes, "saved-to", res.BrokenPath)
 		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
 	}
-	if err != nil {
-		return err
+	return walRead{snap: snap, w: w, rr: rr, err: err}
+}
+
+// restart resumes from the newest snapshot and the WAL after it, as
+// readWAL found them.
+func (s *Server) restart(wr walRead) error {
+	if wr.err != nil {
+		return wr.err
 	}
+	snap, w, rr := wr.snap, wr.w, wr.rr
 	s.wal = w
 	s.id, s.clusterID = rr.Metadata.GetNodeID(), rr.Metadata.GetClusterID()
 	if snap != nil {
@@ -337,6 +369,7 @@ func (s *Server) restart() error {
 		}
 	}
 	if s.cfg.ForceNewCluster {
+		var err error
 		if rr.Entries, err = s.forceNewCluster(snap, rr.HardState, rr.Entries); err != nil {
 			return err
 		}

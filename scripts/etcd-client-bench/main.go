@@ -10,7 +10,10 @@
 //	  --clients 100 --conns 10 --total 20000 put --val-size 256 --sequential-keys --key-space-size 20000
 //
 // For scripts/bench-side-by-side.sh it also prints free TCP ports on
-// 127.0.0.1: `etcd-client-bench free-ports 6`.
+// 127.0.0.1: `etcd-client-bench free-ports 6`; and for scripts/bench-scale.sh
+// it waits for a restarting member's first linearizable read and prints the
+// Unix time of its answer in nanoseconds: `etcd-client-bench first-read
+// 127.0.0.1:2379 60s`.
 package main
 
 import (
@@ -26,6 +29,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/cairnkv/cairn/internal/bench/loadgen"
 )
@@ -53,6 +59,9 @@ type options struct {
 func run(args []string) error {
 	if len(args) == 2 && args[0] == "free-ports" {
 		return printFreePorts(args[1])
+	}
+	if len(args) == 3 && args[0] == "first-read" {
+		return firstRead(args[1], args[2])
 	}
 	var o options
 	global := flag.NewFlagSet("etcd-client-bench", flag.ContinueOnError)
@@ -191,4 +200,39 @@ func printFreePorts(arg string) error {
 	}
 	fmt.Println(strings.Join(ports, " "))
 	return nil
+}
+
+// firstRead sends a linearizable Get to endpoint every 5 ms, each with 100 ms
+// to answer, until one succeeds or the timeout passes, and prints the Unix
+// time of the answer in nanoseconds.
+func firstRead(endpoint, timeout string) error {
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		return fmt.Errorf("first-read timeout: %w", err)
+	}
+	// gRPC waits a second before it dials again after a refused dial,
+	// longer than some restarts take: here it dials again every 5 ms.
+	retry := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond},
+		MinConnectTimeout: 100 * time.Millisecond,
+	})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialOptions: []grpc.DialOption{retry}, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := c.Get(ctx, "first-read")
+		cancel()
+		if err == nil {
+			fmt.Println(time.Now().UnixNano())
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no linearizable read within %s: %w", d, err)
+		}
+		time.Sleep(5 * time.Millisecond) // a retry interval, not a wait for a condition
+	}
 }
