@@ -11,7 +11,9 @@
 #             zeros, which a command line cannot hold: 999,999 of 1,000,000)
 #   keys      keys-only range of 10,000 keys
 #   values    range of the same 10,000 keys with their values
-#   RSS       of the member after the load, and after the measurements
+#   RSS       of the member a second after the load, after 10 s at rest
+#             (cairn gives the free heap back once it has been idle for 2 s),
+#             and after the measurements
 #   restart   the member stopped with kill -9, then with SIGTERM (a clean
 #             stop), and started again each time: the time from its start to
 #             the answer of its first linearizable read (etcd's client,
@@ -143,6 +145,8 @@ measure_round() {
   log "  loaded $KEYS keys in $((SECONDS - start)) s; $(count_of "${ALL[@]}") counted, $(count_of "$LO" "$HI") in the 10,000-key range"
   sleep 1 # the last batch commits
   rss "$kind-rss-load" "$round"
+  sleep 9 # at rest: a duration, nothing to wait for
+  rss "$kind-rss-rest" "$round"
   bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
   bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
   bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
@@ -186,7 +190,7 @@ for row in "count:count-only range of all keys ($COUNTS requests)" \
     "$(ms "$(median "cairn-$name" .latency_seconds.average)") |" \
     "$(paired "cairn-$name" "etcd-$name" .latency_seconds.average) |"
 done
-for row in "rss-load:RSS after the load" "rss-after:RSS after the measurements"; do
+for row in "rss-load:RSS a second after the load" "rss-rest:RSS after 10 s at rest" "rss-after:RSS after the measurements"; do
   name=${row%%:*}
   echo "| ${row#*:} | $(mib "$(median "etcd-$name" .rss_kib)") | $(mib "$(median "cairn-$name" .rss_kib)") |" \
     "$(paired "cairn-$name" "etcd-$name" .rss_kib) |"

@@ -214,8 +214,9 @@ func Start(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go s.campaignAlone()
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.publishAttributes()
+	go s.idleMemoryLoop()
 	s.startCorruptChecks()
 	s.startAutoPromote()
 	if ac, _ := autocompact.Parse(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.Enabled() {

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Go keeps the heap it has freed mapped, up to its next collection goal:
+// twice the live heap by default. A member that took a burst of writes (a
+// load of a million keys, say) would go on holding twice the memory of its
+// data while nothing happens. Once the member has served no request for
+// idleMemoryAfter, and at least idleMemoryMinFree of heap is free, that heap
+// is given back to the operating system, once per quiet spell: a full
+// collection, while the member has nothing else to do.
+const (
+	idleMemoryAfter   = 2 * time.Second
+	idleMemoryMinFree = 64 << 20
+)
+
+// idleMemoryLoop runs until the member stops.
+func (s *Server) idleMemoryLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(idleMemoryAfter / 2)
+	defer tick.Stop()
+	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	idle := newIdleSpell(s.requestsSeen(), time.Now())
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case now := <-tick.C:
+			if !idle.due(s.requestsSeen(), now) {
+				continue
+			}
+			metrics.Read(free)
+			if b := free[0].Value.Uint64(); b >= idleMemoryMinFree {
+				debug.FreeOSMemory()
+				s.log.Debug("gave the free heap of an idle member back to the operating system", "bytes", b)
+			}
+		}
+	}
+}
+
+// requestsSeen counts the store's operations and watch events so far.
+func (s *Server) requestsSeen() int64 {
+	st := s.storeStats
+	return st.Puts.Load() + st.Deletes.Load() + st.Ranges.Load() + st.Txns.Load() + st.EventsSent.Load()
+}
+
+// idleSpell tells when a member has been quiet for idleMemoryAfter, once
+// per quiet spell.
+type idleSpell struct {
+	requests int64
+	since    time.Time
+	told     bool
+}
+
+func newIdleSpell(requests int64, now time.Time) *idleSpell {
+	return &idleSpell{requests: requests, since: now}
+}
+
+// due is told the count of requests at now, and reports whether the spell
+// has just lasted idleMemoryAfter.
+func (i *idleSpell) due(requests int64, now time.Time) bool {
+	if requests != i.requests {
+		i.requests, i.since, i.told = requests, now, false
+		return false
+	}
+	if i.told || now.Sub(i.since) < idleMemoryAfter {
+		return false
+	}
+	i.told = true
+	return true
+}
