@@ -714,13 +714,28 @@ func (b *Backend) Defrag() error {
 // data: views go on with the old file until the new one is open, and the
 // old one is closed once its last view ends.
 func (b *Backend) swapFile(tmp string) (*bolt.DB, error) {
+	// A handle on the old file, so that its blocks can be freed a slice at
+	// a time once bbolt has let go of it (releaseFile). Without one, the
+	// old file is freed all at once when bbolt closes it: 400 MB freed
+	// (and discarded, on a file system mounted with discard) in one
+	// journal commit, which every fsync of the WAL then waited for.
+	held, herr := os.OpenFile(b.cfg.Path, os.O_RDWR, 0)
+	if herr != nil {
+		held = nil // the old file is freed at its close, all at once
+	}
 	if err := os.Rename(tmp, b.cfg.Path); err != nil {
+		if held != nil {
+			held.Close()
+		}
 		return nil, fmt.Errorf("defrag %s: replace: %w", b.cfg.Path, err)
 	}
 	// The old file's lock is on its inode, which the rename let go of.
 	// Opening reads the whole file (to find its free pages): out of the lock.
 	db, err := openBolt(b.cfg)
 	if err != nil {
+		if held != nil {
+			held.Close()
+		}
 		return nil, err
 	}
 	b.dbMu.Lock()
@@ -733,8 +748,40 @@ func (b *Backend) swapFile(tmp string) (*bolt.DB, error) {
 		if err := old.Close(); err != nil {
 			b.cfg.Logger.Warn("closing the file a defragmentation replaced", "path", b.cfg.Path, "err", err)
 		}
+		if held != nil {
+			b.releaseFile(held)
+		}
 	}()
 	return db, nil
+}
+
+// Freeing a replaced file: releaseStep bytes at a time, releasePause apart.
+const (
+	releaseStep  = 16 << 20
+	releasePause = 20 * time.Millisecond
+)
+
+// releaseFile frees the blocks of f, a file no name refers to any more, a
+// slice at a time from its end, then closes it: each fsync of the WAL
+// meanwhile waits for the freeing of one slice at most. When the backend
+// closes, the rest is freed at once.
+func (b *Backend) releaseFile(f *os.File) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	for size := fi.Size(); size > 0; {
+		size = max(0, size-releaseStep)
+		if err := f.Truncate(size); err != nil {
+			return
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(releasePause):
+		}
+	}
 }
 
 // CommitUnlessDefragging is ForceCommit, unless a defragmentation runs:

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -177,5 +178,120 @@ func TestReadsSeeUncommittedWrites(t *testing.T) {
 	}
 	if buffered, inFile := where(); buffered || !inFile {
 		t.Errorf("after the commit: in the write buffer %v, in the file %v", buffered, inFile)
+	}
+}
+
+// TestDefragFreesTheReplacedFile: after a defragmentation the replaced
+// file, which no name refers to, is truncated to nothing and closed, a
+// slice at a time (releaseFile), rather than left to bbolt's close to free
+// at once. Linux only: the file is found through /proc/self/fd.
+func TestDefragFreesTheReplacedFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds open files through /proc/self/fd")
+	}
+	b := openTestBackend(t, Config{})
+	value := make([]byte, 4096)
+	w := b.Write()
+	for i := range 20000 { // some 90 MB, freed in 6 slices
+		if err := w.Put(testBucket, fmt.Appendf(nil, "k%06d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := deletedFilesOpen(t, b.cfg.Path)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d handles on the replaced file still open", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The new file answers.
+	r := b.Read()
+	defer r.Close()
+	if v, ok := r.Get(testBucket, []byte("k019999")); !ok || len(v) != len(value) {
+		t.Fatalf("k019999 after the defrag: %d bytes, found %v", len(v), ok)
+	}
+}
+
+// deletedFilesOpen counts this process's open files that were at path and
+// have no name any more.
+func deletedFilesOpen(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == path+" (deleted)" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReleaseFileFreesASliceAtATime: releaseFile shrinks the file by
+// releaseStep at a time, then closes it.
+func TestReleaseFileFreesASliceAtATime(t *testing.T) {
+	b := openTestBackend(t, Config{})
+	path := filepath.Join(t.TempDir(), "replaced")
+	const size = 5*releaseStep + 1
+	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := os.Open(path) // a second handle, to see the sizes by
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	done := make(chan struct{})
+	go func() { b.releaseFile(f); close(done) }()
+	seen := map[int64]bool{}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		fi, err := watch.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[fi.Size()] = true
+		time.Sleep(time.Millisecond) // sampling, not waiting for a condition
+	}
+	if !seen[0] {
+		t.Errorf("the file was not emptied: sizes %v", seen)
+	}
+	steps := 0
+	for s := range seen {
+		if s > 0 && s < size {
+			steps++
+			if (size-s)%releaseStep != 0 {
+				t.Errorf("size %d is not a whole number of steps below %d", s, size)
+			}
+		}
+	}
+	if steps < 3 {
+		t.Errorf("freed in too few steps: sizes %v", seen)
+	}
+	if err := f.Close(); err == nil {
+		t.Error("releaseFile left the file open")
 	}
 }
