@@ -547,3 +547,50 @@ func TestHashKVKeepsTenCompactionHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestLeasesAfterReopen: the lease index rebuilt from the file attaches
+// each live key to the lease of its latest put, and nothing else.
+func TestLeasesAfterReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openStoreAt(t, path)
+	put := func(k string, lease int64) {
+		t.Helper()
+		if _, err := s.Put(&pb.PutRequest{Key: []byte(k), Value: []byte("v"), Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(k string) {
+		t.Helper()
+		if _, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("kept", 5)
+	put("moved", 5)
+	put("moved", 6)
+	put("dropped", 6)
+	put("dropped", 0)
+	put("deleted", 5)
+	del("deleted")
+	put("recreated", 5)
+	del("recreated")
+	put("recreated", 7)
+	put("plain", 0)
+	want := map[int64][]string{5: {"kept"}, 6: {"moved"}, 7: {"recreated"}}
+	check := func(when string, s *Store) {
+		t.Helper()
+		for lease, keys := range want {
+			if got := s.leases.keysOf(lease); !slices.Equal(got, keys) {
+				t.Errorf("%s: lease %d has %q, want %q", when, lease, got, keys)
+			}
+		}
+		if n := len(s.leases.leased); n != 3 {
+			t.Errorf("%s: %d keys leased, want 3", when, n)
+		}
+	}
+	check("before", s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after a reopen", openStoreAt(t, path))
+}

@@ -36,28 +36,17 @@ func (li *leaseIndex) attach(key string, lease int64) {
 
 // restore replays a revision of key at a rebuild: a put attached to lease,
 // or a deletion (tombstone). It allocates nothing for a key that has no
-// lease and had none.
+// lease and had none, as most have.
 func (li *leaseIndex) restore(key []byte, lease int64, tombstone bool) {
 	if tombstone {
 		lease = 0
 	}
-	li.mu.Lock()
-	defer li.mu.Unlock()
-	if _, had := li.leased[string(key)]; !had && lease == 0 {
-		return
+	li.mu.RLock()
+	_, had := li.leased[string(key)]
+	li.mu.RUnlock()
+	if had || lease != 0 {
+		li.attach(string(key), lease)
 	}
-	k := string(key)
-	li.detachLocked(k)
-	if lease == 0 {
-		return
-	}
-	set := li.keys[lease]
-	if set == nil {
-		set = make(map[string]struct{})
-		li.keys[lease] = set
-	}
-	set[k] = struct{}{}
-	li.leased[k] = lease
 }
 
 // detach records that key no longer exists.
