@@ -33,6 +33,9 @@ type WatchResponse struct {
 	Events          []*mvccpb.Event
 	Revision        int64
 	CompactRevision int64
+	// Encoded, when set, holds Events in their wire form, shared by every
+	// response of the revision that carries the same events.
+	Encoded *EncodedEvents
 }
 
 // Errors of watch streams.
@@ -94,7 +97,7 @@ type watchHub struct {
 	mu          sync.Mutex
 	notifiedRev int64 // every revision up to this one has gone to the synced watchers
 	singles     map[string]map[*watcher]struct{}
-	ranges      map[*watcher]struct{}
+	ranges      map[watchRange]map[*watcher]struct{} // the synced range watchers, by range
 	unsynced    map[*watcher]struct{}
 
 	wake chan struct{}
@@ -112,7 +115,7 @@ func newWatchHub(s *Store) *watchHub {
 		s:           s,
 		notifiedRev: s.Rev(),
 		singles:     make(map[string]map[*watcher]struct{}),
-		ranges:      make(map[*watcher]struct{}),
+		ranges:      make(map[watchRange]map[*watcher]struct{}),
 		unsynced:    make(map[*watcher]struct{}),
 		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
@@ -161,6 +164,12 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 		return 0, ErrDuplicateWatchID
 	}
 	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), opts: opts, minRev: startRev}
+	if startRev == 0 {
+		// The revisions after the store's: a writer publishes its
+		// revision before it notifies (under mu), and the watcher must
+		// not get one that was already the store's when it was created.
+		w.minRev = h.s.Rev() + 1
+	}
 	ws.watchers[id] = w
 	h.watchers++
 	if startRev == 0 || startRev > h.notifiedRev {
@@ -237,7 +246,13 @@ func (h *watchHub) addSynced(w *watcher) {
 		set[w] = struct{}{}
 		return
 	}
-	h.ranges[w] = struct{}{}
+	r := watchRange{string(w.key), string(w.end)}
+	set := h.ranges[r]
+	if set == nil {
+		set = make(map[*watcher]struct{})
+		h.ranges[r] = set
+	}
+	set[w] = struct{}{}
 }
 
 func (h *watchHub) removeSynced(w *watcher) {
@@ -250,7 +265,12 @@ func (h *watchHub) removeSynced(w *watcher) {
 		}
 		return
 	}
-	delete(h.ranges, w)
+	r := watchRange{string(w.key), string(w.end)}
+	set := h.ranges[r]
+	delete(set, w)
+	if len(set) == 0 {
+		delete(h.ranges, r)
+	}
 }
 
 func (h *watchHub) remove(w *watcher) {
@@ -286,9 +306,22 @@ func (h *watchHub) poke() {
 	}
 }
 
+// watchRange is the range of a range watcher, [key, end).
+type watchRange struct{ key, end string }
+
+func (r watchRange) matches(key []byte) bool {
+	if r.end == "\x00" { // isInfiniteEnd
+		return string(key) >= r.key
+	}
+	return string(key) >= r.key && string(key) < r.end
+}
+
 // notify hands the changes of revision rev to the synced watchers. It runs
 // at the end of each write transaction and never blocks: a watcher whose
 // stream is full becomes unsynced and later reads rev from the history.
+// The events are matched once per key or range watched, not once per
+// watcher, and the watchers of one key or range share their events (and
+// their encoding) unless their options make them differ.
 func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -296,29 +329,83 @@ func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
 	if len(h.singles) == 0 && len(h.ranges) == 0 {
 		return
 	}
-	perWatcher := make(map[*watcher][]*mvccpb.Event)
-	var order []*watcher
-	add := func(w *watcher, ev *mvccpb.Event) {
-		if w.minRev > rev || !w.opts.wants(ev) {
-			return
-		}
-		if _, seen := perWatcher[w]; !seen {
-			order = append(order, w)
-		}
-		perWatcher[w] = append(perWatcher[w], ev)
-	}
-	for _, ev := range changes {
-		for w := range h.singles[string(ev.Kv.Key)] {
-			add(w, ev)
-		}
-		for w := range h.ranges {
-			if w.matches(ev.Kv.Key) {
-				add(w, ev)
+	if len(h.singles) > 0 {
+		if len(changes) == 1 {
+			if set := h.singles[string(changes[0].Kv.Key)]; set != nil {
+				h.fanOut(set, rev, changes)
+			}
+		} else {
+			var byKey map[string][]*mvccpb.Event
+			var keys []string // in the order of their first event
+			for _, ev := range changes {
+				if h.singles[string(ev.Kv.Key)] == nil {
+					continue
+				}
+				if byKey == nil {
+					byKey = make(map[string][]*mvccpb.Event)
+				}
+				k := string(ev.Kv.Key)
+				if _, seen := byKey[k]; !seen {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], ev)
+			}
+			for _, k := range keys {
+				h.fanOut(h.singles[k], rev, byKey[k])
 			}
 		}
 	}
-	for _, w := range order {
-		resp := WatchResponse{WatchID: w.id, Events: h.withPrevKV(w, perWatcher[w]), Revision: rev}
+	for r, set := range h.ranges {
+		evs := changes
+		for i, ev := range changes {
+			if !r.matches(ev.Kv.Key) {
+				// Not every change is in the range: keep those that are.
+				evs = append([]*mvccpb.Event(nil), changes[:i]...)
+				for _, ev := range changes[i+1:] {
+					if r.matches(ev.Kv.Key) {
+						evs = append(evs, ev)
+					}
+				}
+				break
+			}
+		}
+		if len(evs) > 0 {
+			h.fanOut(set, rev, evs)
+		}
+	}
+}
+
+// fanOut sends evs, the events of revision rev that the watchers of set
+// watch, to each of them that wants them. The watchers that take them as
+// they are share one encoding of them; so do those that want them with
+// their previous key-values, which are read once.
+func (h *watchHub) fanOut(set map[*watcher]struct{}, rev int64, evs []*mvccpb.Event) {
+	var plain, prev *EncodedEvents
+	var withPrev []*mvccpb.Event
+	for w := range set {
+		if w.minRev > rev {
+			continue
+		}
+		out, enc := evs, &plain
+		if w.opts.PrevKV {
+			if withPrev == nil {
+				withPrev = h.withPrevKV(evs)
+			}
+			out, enc = withPrev, &prev
+		}
+		if w.opts.NoPut || w.opts.NoDelete {
+			out = w.opts.filter(out)
+			if len(out) == 0 {
+				continue
+			}
+		}
+		resp := WatchResponse{WatchID: w.id, Events: out, Revision: rev}
+		if len(out) == len(evs) {
+			if *enc == nil {
+				*enc = NewEncodedEvents(out)
+			}
+			resp.Encoded = *enc
+		}
 		if !h.trySend(w.stream, resp) {
 			h.removeSynced(w)
 			w.minRev = rev
@@ -326,6 +413,22 @@ func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
 			h.poke()
 		}
 	}
+}
+
+// filter returns the events of evs that o wants (evs itself if all).
+func (o WatchOptions) filter(evs []*mvccpb.Event) []*mvccpb.Event {
+	for i, ev := range evs {
+		if !o.wants(ev) {
+			out := append([]*mvccpb.Event(nil), evs[:i]...)
+			for _, ev := range evs[i+1:] {
+				if o.wants(ev) {
+					out = append(out, ev)
+				}
+			}
+			return out
+		}
+	}
+	return evs
 }
 
 func (o WatchOptions) wants(ev *mvccpb.Event) bool {
@@ -338,12 +441,9 @@ func (o WatchOptions) wants(ev *mvccpb.Event) bool {
 	return true
 }
 
-// withPrevKV returns evs with PrevKv filled if the watcher asked for it: the
-// key's value at the revision before each event (nil if compacted).
-func (h *watchHub) withPrevKV(w *watcher, evs []*mvccpb.Event) []*mvccpb.Event {
-	if !w.opts.PrevKV {
-		return evs
-	}
+// withPrevKV returns copies of evs with PrevKv filled: the key's value at
+// the revision before each event (nil if compacted).
+func (h *watchHub) withPrevKV(evs []*mvccpb.Event) []*mvccpb.Event {
 	out := make([]*mvccpb.Event, len(evs))
 	r := h.s.Read()
 	defer r.End()

@@ -124,7 +124,11 @@ func (h *watchHub) deliver(w *watcher, evs []*mvccpb.Event, upTo int64) bool {
 			return true
 		}
 		last := batch[len(batch)-1].Kv.ModRevision
-		resp := WatchResponse{WatchID: w.id, Events: h.withPrevKV(w, batch), Revision: upTo}
+		out := batch
+		if w.opts.PrevKV {
+			out = h.withPrevKV(batch)
+		}
+		resp := WatchResponse{WatchID: w.id, Events: out, Revision: upTo}
 		if !h.trySend(w.stream, resp) {
 			return false
 		}

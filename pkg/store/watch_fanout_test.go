@@ -1,0 +1,162 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// decodeEncodedEvents reads the events of an EncodedEvents back.
+func decodeEncodedEvents(t *testing.T, e *EncodedEvents) []*mvccpb.Event {
+	t.Helper()
+	b, err := e.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*mvccpb.Event
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != watchResponseEventsField || typ != protowire.BytesType {
+			t.Fatalf("bad tag %d/%d (%d)", num, typ, n)
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			t.Fatal("bad length")
+		}
+		b = b[n:]
+		ev := new(mvccpb.Event)
+		if err := proto.Unmarshal(v, ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func eventsString(evs []*mvccpb.Event) string {
+	s := ""
+	for _, ev := range evs {
+		prev := "-"
+		if ev.PrevKv != nil {
+			prev = string(ev.PrevKv.Value)
+		}
+		s += fmt.Sprintf("%s %s=%s@%d prev=%s; ", ev.Type, ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision, prev)
+	}
+	return s
+}
+
+// Watchers of one range with different options get, from one revision,
+// each what its options ask for; those whose events are the same share one
+// encoding of them, which decodes to exactly those events.
+func TestWatchFanOutOptionsOnOneRange(t *testing.T) {
+	s := openTestStore(t)
+	mustPut(t, s, "r/b", "old-b")
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	opts := []WatchOptions{{}, {PrevKV: true}, {NoPut: true}, {NoDelete: true}, {PrevKV: true, NoPut: true}, {}, {PrevKV: true}}
+	for _, o := range opts {
+		if _, err := ws.Watch(AutoWatchID, []byte("r/"), []byte("r0"), 0, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One revision: a put in the range, a delete in it, a put outside it.
+	_, err := s.Txn(&pb.TxnRequest{Success: []*pb.RequestOp{
+		{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("r/a"), Value: []byte("new-a")}}},
+		{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("r/b")}}},
+		{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("s"), Value: []byte("out")}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[WatchID]string{
+		0: "PUT r/a=new-a@3 prev=-; DELETE r/b=@3 prev=-; ",
+		1: "PUT r/a=new-a@3 prev=-; DELETE r/b=@3 prev=old-b; ",
+		2: "DELETE r/b=@3 prev=-; ",
+		3: "PUT r/a=new-a@3 prev=-; ",
+		4: "DELETE r/b=@3 prev=old-b; ",
+		5: "PUT r/a=new-a@3 prev=-; DELETE r/b=@3 prev=-; ",
+		6: "PUT r/a=new-a@3 prev=-; DELETE r/b=@3 prev=old-b; ",
+	}
+	got := map[WatchID]WatchResponse{}
+	for len(got) < len(want) {
+		resp := nextResponse(t, ws)
+		if _, dup := got[resp.WatchID]; dup {
+			t.Fatalf("watcher %d got two responses", resp.WatchID)
+		}
+		got[resp.WatchID] = resp
+	}
+	for id, w := range want {
+		resp := got[id]
+		if resp.Revision != 3 || eventsString(resp.Events) != w {
+			t.Errorf("watcher %d: revision %d, events %s; want 3, %s", id, resp.Revision, eventsString(resp.Events), w)
+		}
+		filtered := opts[id].NoPut || opts[id].NoDelete
+		if filtered != (resp.Encoded == nil) {
+			t.Errorf("watcher %d (%+v): shared encoding %v", id, opts[id], resp.Encoded != nil)
+		}
+		if resp.Encoded != nil {
+			if dec := eventsString(decodeEncodedEvents(t, resp.Encoded)); dec != w {
+				t.Errorf("watcher %d: encoded events decode to %s, want %s", id, dec, w)
+			}
+		}
+	}
+	if got[0].Encoded != got[5].Encoded || got[1].Encoded != got[6].Encoded || got[0].Encoded == got[1].Encoded {
+		t.Error("watchers with the same events do not share one encoding (or those without and with prev_kv do)")
+	}
+}
+
+// Watchers created while writes go on get, each, every revision after the
+// store's revision when it was created and nothing before it: no revision
+// lost, none twice, in order.
+func TestWatchCreatedMidStreamGetsExactlyTheLaterRevisions(t *testing.T) {
+	s := openTestStore(t)
+	const writes, watchers = 300, 30
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; i < writes; i++ {
+			mustPut(t, s, fmt.Sprintf("m/%d", i%7), "v")
+		}
+	})
+	type created struct {
+		ws            *WatchStream
+		before, after int64
+	}
+	var all []created
+	for i := 0; i < watchers; i++ {
+		ws := s.NewWatchStream()
+		defer ws.Close()
+		before := s.Rev()
+		if _, err := ws.Watch(AutoWatchID, []byte("m/"), []byte("m0"), 0, WatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, created{ws, before, s.Rev()})
+	}
+	writer.Wait()
+	mustPut(t, s, "m/last", "v") // one revision every watcher gets
+	final := s.Rev()
+	for i, c := range all {
+		next := int64(0)
+		for next <= final {
+			resp := nextResponse(t, c.ws)
+			for _, ev := range resp.Events {
+				rev := ev.Kv.ModRevision
+				if next == 0 {
+					if rev <= c.before || rev > c.after+1 {
+						t.Fatalf("watcher %d, created between revisions %d and %d: first event at %d", i, c.before, c.after, rev)
+					}
+					next = rev
+				}
+				if rev != next {
+					t.Fatalf("watcher %d: event at %d, want %d", i, rev, next)
+				}
+				next++
+			}
+		}
+	}
+}
