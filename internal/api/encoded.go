@@ -23,11 +23,13 @@ import (
 // bytes. Requests the store cannot answer so (sorted, filtered) take the
 // decoding path of kvServer.Range.
 
-// encodedMessage is a message already in its wire form.
-type encodedMessage struct{ b []byte }
+// encodedMessage is a message already in its wire form: b, then tail (a
+// part that may be shared with other messages, as the events of a watch
+// response; it is never modified).
+type encodedMessage struct{ b, tail []byte }
 
 // EncodedSize is the size of the message, for the gRPC metrics.
-func (m *encodedMessage) EncodedSize() int { return len(m.b) }
+func (m *encodedMessage) EncodedSize() int { return len(m.b) + len(m.tail) }
 
 // codec is gRPC's proto codec, but for an encodedMessage, sent as it is.
 type codec struct{ proto encoding.CodecV2 }
@@ -36,7 +38,10 @@ func newCodec() codec { return codec{proto: encoding.GetCodecV2("proto")} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(*encodedMessage); ok {
-		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+		if len(m.tail) == 0 {
+			return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+		}
+		return mem.BufferSlice{mem.SliceBuffer(m.b), mem.SliceBuffer(m.tail)}, nil
 	}
 	return c.proto.Marshal(v)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/binary"
 	"io"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/pkg/store"
@@ -80,6 +82,10 @@ type watchStream struct {
 	mu       sync.Mutex
 	progress map[store.WatchID]bool // watchers created with progress_notify
 	fragment map[store.WatchID]bool // watchers that accept fragmented responses
+
+	// The encoded header of the last event response (sending goroutine only).
+	hdr      *pb.ResponseHeader
+	hdrBytes []byte
 }
 
 // close ends the store's stream and takes what it still holds, so that
@@ -194,12 +200,19 @@ func (w *watchStream) send(r store.WatchResponse) error {
 		w.mu.Unlock()
 		return w.sendRaw(resp)
 	}
-	resp.Events = make([]*mvccpb.Event, len(r.Events))
-	copy(resp.Events, r.Events)
 	w.mu.Lock()
 	fragment := w.fragment[r.WatchID]
 	w.mu.Unlock()
 	limit := w.a.s.Config().MaxRequestBytes
+	if r.Encoded != nil {
+		// The events as the store encoded them once for every watcher
+		// that gets them, after this response's own header and ID.
+		if m, err := w.encoded(resp, r.Encoded); err == nil && (!fragment || m.EncodedSize() <= limit) {
+			return w.sendMsg(m)
+		}
+	}
+	resp.Events = make([]*mvccpb.Event, len(r.Events))
+	copy(resp.Events, r.Events)
 	if !fragment || proto.Size(resp) <= limit {
 		return w.sendRaw(resp)
 	}
@@ -209,6 +222,39 @@ func (w *watchStream) send(r store.WatchResponse) error {
 		}
 	}
 	return nil
+}
+
+// encoded is resp (a header and a watch ID, nothing else) with the events
+// of evs, in wire form: the fields in the order of their numbers, as
+// proto.Marshal writes them.
+func (w *watchStream) encoded(resp *pb.WatchResponse, evs *store.EncodedEvents) (*encodedMessage, error) {
+	events, err := evs.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	if h := resp.Header; w.hdr == nil || w.hdr.ClusterId != h.ClusterId || w.hdr.MemberId != h.MemberId ||
+		w.hdr.Revision != h.Revision || w.hdr.RaftTerm != h.RaftTerm {
+		b, err := proto.Marshal(resp.Header)
+		if err != nil {
+			return nil, err
+		}
+		w.hdr, w.hdrBytes = resp.Header, b
+	}
+	b := make([]byte, 0, len(w.hdrBytes)+2*binary.MaxVarintLen64)
+	b = protowire.AppendTag(b, 1, protowire.BytesType) // header
+	b = protowire.AppendBytes(b, w.hdrBytes)
+	if resp.WatchId != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType) // watch_id
+		b = protowire.AppendVarint(b, uint64(resp.WatchId))
+	}
+	return &encodedMessage{b: b, tail: events}, nil
+}
+
+// sendMsg sends a message already in its wire form.
+func (w *watchStream) sendMsg(m *encodedMessage) error {
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	return w.grpc.SendMsg(m)
 }
 
 // fragmentResponse splits a response whose size passes limit into parts
