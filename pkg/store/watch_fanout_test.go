@@ -160,3 +160,62 @@ func TestWatchCreatedMidStreamGetsExactlyTheLaterRevisions(t *testing.T) {
 		}
 	}
 }
+
+// Watchers that catch up from the same revision on the same range share
+// their responses' encoding; one whose stream is full holds none of the
+// others back, and once read gets every revision, in order, each once.
+func TestWatchCatchUpGroups(t *testing.T) {
+	s := openTestStore(t)
+	for i := 0; i < 10; i++ {
+		mustPut(t, s, fmt.Sprintf("c/%d", i), fmt.Sprint(i)) // revisions 2..11
+	}
+	full, b, c := s.NewWatchStream(), s.NewWatchStream(), s.NewWatchStream()
+	defer full.Close()
+	defer b.Close()
+	defer c.Close()
+	// Fill one stream's channel with progress notifications.
+	z, _ := full.Watch(AutoWatchID, []byte("z"), nil, 0, WatchOptions{})
+	for i := 0; i < watchStreamBufferSize; i++ {
+		full.RequestProgress(z)
+	}
+	for _, ws := range []*WatchStream{full, b, c} {
+		if _, err := ws.Watch(AutoWatchID, []byte("c/"), []byte("c0"), 2, WatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rb, rc := nextResponse(t, b), nextResponse(t, c)
+	want := "PUT c/0=0@2 prev=-; PUT c/1=1@3 prev=-; PUT c/2=2@4 prev=-; PUT c/3=3@5 prev=-; PUT c/4=4@6 prev=-; " +
+		"PUT c/5=5@7 prev=-; PUT c/6=6@8 prev=-; PUT c/7=7@9 prev=-; PUT c/8=8@10 prev=-; PUT c/9=9@11 prev=-; "
+	for _, r := range []WatchResponse{rb, rc} {
+		if got := eventsString(r.Events); got != want || r.Revision != 11 {
+			t.Errorf("catch-up response at %d: %s, want 11: %s", r.Revision, got, want)
+		}
+		if r.Encoded == nil || eventsString(decodeEncodedEvents(t, r.Encoded)) != want {
+			t.Errorf("catch-up response without its encoded events, or they differ")
+		}
+	}
+	if rb.Encoded != rc.Encoded {
+		t.Error("two watchers catching up from one revision encode their events twice")
+	}
+	if _, _, slow, _ := s.WatchCounts(); slow != 1 {
+		t.Errorf("%d watchers catching up, want 1 (the full stream's)", slow)
+	}
+	mustPut(t, s, "c/x", "x") // 12: straight to the synced ones
+	if r := nextResponse(t, b); eventsString(r.Events) != "PUT c/x=x@12 prev=-; " {
+		t.Errorf("after catching up: %s", eventsString(r.Events))
+	}
+	for i := 0; i < watchStreamBufferSize; i++ {
+		if r := nextResponse(t, full); r.WatchID != z || len(r.Events) != 0 {
+			t.Fatalf("response %d of the full stream: %+v", i, r)
+		}
+	}
+	next := int64(2)
+	for next <= 12 {
+		for _, ev := range nextResponse(t, full).Events {
+			if ev.Kv.ModRevision != next {
+				t.Fatalf("the full stream's watcher: event at %d, want %d", ev.Kv.ModRevision, next)
+			}
+			next++
+		}
+	}
+}
