@@ -68,6 +68,7 @@ type watcher struct {
 	id       WatchID
 	stream   *WatchStream
 	key, end []byte
+	rng      watchRange // key and end as strings, for the hub's maps
 	opts     WatchOptions
 	// minRev is the next revision to deliver. For a synced watcher the hub
 	// has delivered everything up to its notifiedRev, so minRev only matters
@@ -163,7 +164,7 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	} else if ws.watchers[id] != nil {
 		return 0, ErrDuplicateWatchID
 	}
-	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), opts: opts, minRev: startRev}
+	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev}
 	if startRev == 0 {
 		// The revisions after the store's: a writer publishes its
 		// revision before it notifies (under mu), and the watcher must
@@ -238,15 +239,15 @@ func (ws *WatchStream) Close() {
 func (h *watchHub) addSynced(w *watcher) {
 	w.synced = true
 	if len(w.end) == 0 {
-		set := h.singles[string(w.key)]
+		set := h.singles[w.rng.key]
 		if set == nil {
 			set = make(map[*watcher]struct{})
-			h.singles[string(w.key)] = set
+			h.singles[w.rng.key] = set
 		}
 		set[w] = struct{}{}
 		return
 	}
-	r := watchRange{string(w.key), string(w.end)}
+	r := w.rng
 	set := h.ranges[r]
 	if set == nil {
 		set = make(map[*watcher]struct{})
@@ -258,14 +259,14 @@ func (h *watchHub) addSynced(w *watcher) {
 func (h *watchHub) removeSynced(w *watcher) {
 	w.synced = false
 	if len(w.end) == 0 {
-		set := h.singles[string(w.key)]
+		set := h.singles[w.rng.key]
 		delete(set, w)
 		if len(set) == 0 {
-			delete(h.singles, string(w.key))
+			delete(h.singles, w.rng.key)
 		}
 		return
 	}
-	r := watchRange{string(w.key), string(w.end)}
+	r := w.rng
 	set := h.ranges[r]
 	delete(set, w)
 	if len(set) == 0 {

@@ -95,9 +95,9 @@ func (h *watchHub) syncRound() bool {
 // catchUpKey identifies the unsynced watchers that get the same responses:
 // the same keys, options and next revision.
 type catchUpKey struct {
-	key, end string
-	opts     WatchOptions
-	minRev   int64
+	rng    watchRange
+	opts   WatchOptions
+	minRev int64
 }
 
 // catchUpGroups sorts the watchers of ws still unsynced into groups that
@@ -110,7 +110,7 @@ func (h *watchHub) catchUpGroups(ws []*watcher) [][]*watcher {
 		if _, still := h.unsynced[w]; !still {
 			continue
 		}
-		k := catchUpKey{string(w.key), string(w.end), w.opts, w.minRev}
+		k := catchUpKey{w.rng, w.opts, w.minRev}
 		i, ok := index[k]
 		if !ok {
 			i = len(groups)
