@@ -91,9 +91,17 @@ func (w *watcher) matches(key []byte) bool {
 // watchHub delivers the store's changes to watchers. Synced watchers get
 // each revision as it is written; a watcher that starts in the past, or
 // whose stream is too slow to take a revision, is unsynced and catches up
-// from the history in the backend. Writers never wait for a watcher.
+// from the history in the backend. Writers never wait for a watcher, nor
+// for the hub: a writer queues its revision, and the dispatch loop hands
+// the queued revisions, in order, to the watchers.
 type watchHub struct {
 	s *Store
+
+	// Revisions written and not yet handed to the watchers, oldest first.
+	// Taken from only under mu (so that they are dispatched in order).
+	qmu   sync.Mutex
+	queue []notification
+	qwake chan struct{}
 
 	mu          sync.Mutex
 	notifiedRev int64 // every revision up to this one has gone to the synced watchers
@@ -119,10 +127,12 @@ func newWatchHub(s *Store) *watchHub {
 		ranges:      make(map[watchRange]map[*watcher]struct{}),
 		unsynced:    make(map[*watcher]struct{}),
 		wake:        make(chan struct{}, 1),
+		qwake:       make(chan struct{}, 1),
 		quit:        make(chan struct{}),
 	}
-	h.wg.Add(1)
+	h.wg.Add(2)
 	go h.syncLoop()
+	go h.dispatchLoop()
 	return h
 }
 
@@ -201,6 +211,7 @@ func (ws *WatchStream) RequestProgress(id WatchID) {
 	h := ws.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatchQueued() // so that the revision is the store's, as far as it can be
 	if w := ws.watchers[id]; w != nil && w.synced {
 		h.trySend(ws, WatchResponse{WatchID: id, Revision: h.notifiedRev})
 	}
@@ -212,6 +223,7 @@ func (ws *WatchStream) RequestProgressAll() bool {
 	h := ws.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatchQueued()
 	for _, w := range ws.watchers {
 		if !w.synced {
 			return false
@@ -317,15 +329,58 @@ func (r watchRange) matches(key []byte) bool {
 	return string(key) >= r.key && string(key) < r.end
 }
 
-// notify hands the changes of revision rev to the synced watchers. It runs
-// at the end of each write transaction and never blocks: a watcher whose
-// stream is full becomes unsynced and later reads rev from the history.
-// The events are matched once per key or range watched, not once per
-// watcher, and the watchers of one key or range share their events (and
-// their encoding) unless their options make them differ.
+// notification is the changes of one revision.
+type notification struct {
+	rev     int64
+	changes []*mvccpb.Event
+}
+
+// notify queues the changes of revision rev for the watchers. It runs at
+// the end of each write transaction, in revision order, and waits for
+// nothing but the queue.
 func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.qmu.Lock()
+	h.queue = append(h.queue, notification{rev, changes})
+	h.qmu.Unlock()
+	select {
+	case h.qwake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *watchHub) dispatchLoop() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-h.qwake:
+		}
+		h.mu.Lock()
+		h.dispatchQueued()
+		h.mu.Unlock()
+	}
+}
+
+// dispatchQueued hands the queued revisions to the watchers. The caller
+// holds mu.
+func (h *watchHub) dispatchQueued() {
+	h.qmu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.qmu.Unlock()
+	for _, n := range q {
+		h.dispatch(n.rev, n.changes)
+	}
+}
+
+// dispatch hands the changes of revision rev to the synced watchers. It
+// never blocks: a watcher whose stream is full becomes unsynced and later
+// reads rev from the history. The events are matched once per key or
+// range watched, not once per watcher, and the watchers of one key or
+// range share their events (and their encoding) unless their options make
+// them differ. The caller holds mu.
+func (h *watchHub) dispatch(rev int64, changes []*mvccpb.Event) {
 	h.notifiedRev = rev
 	if len(h.singles) == 0 && len(h.ranges) == 0 {
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -217,5 +218,38 @@ func TestWatchCatchUpGroups(t *testing.T) {
 			}
 			next++
 		}
+	}
+}
+
+// A write does not wait for the hub: it completes while the hub's lock is
+// held (by a catch-up round, say), and its events follow once it is free.
+// A progress notification asked for after a write covers it.
+func TestWriteDoesNotWaitForTheWatchHub(t *testing.T) {
+	s := openTestStore(t)
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	id, _ := ws.Watch(AutoWatchID, []byte("k"), nil, 0, WatchOptions{})
+	s.watch.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		mustPut(t, s, "k", "v") // revision 2
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.watch.mu.Unlock()
+		t.Fatal("a put waited for the watch hub's lock")
+	}
+	s.watch.mu.Unlock()
+	if r := nextResponse(t, ws); r.Revision != 2 || eventsString(r.Events) != "PUT k=v@2 prev=-; " {
+		t.Errorf("after the hub is free: %+v", r)
+	}
+	s.watch.mu.Lock() // the dispatch loop cannot hand revision 3 over by itself
+	mustPut(t, s, "other", "v")
+	s.watch.mu.Unlock()
+	ws.RequestProgress(id)
+	if r := nextResponse(t, ws); r.WatchID != id || len(r.Events) != 0 || r.Revision != 3 {
+		t.Errorf("progress after the put of revision 3: %+v", r)
 	}
 }
