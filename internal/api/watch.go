@@ -30,7 +30,8 @@ type watchServer struct {
 func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse]) error {
 	replaced := ws.a.s.StoreReplaced()
 	st := ws.a.s.Store()
-	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{}}
+	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{},
+		limit: ws.a.s.Config().MaxRequestBytes}
 	defer w.close()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- w.recvLoop() }()
@@ -83,9 +84,18 @@ type watchStream struct {
 	progress map[store.WatchID]bool // watchers created with progress_notify
 	fragment map[store.WatchID]bool // watchers that accept fragmented responses
 
+	limit int // the member's MaxRequestBytes, the size of a fragment
+
 	// The encoded header of the last event response (sending goroutine only).
-	hdr      *pb.ResponseHeader
+	hdr      headerKey
 	hdrBytes []byte
+}
+
+// headerKey is the content of a response header.
+type headerKey struct {
+	clusterID, memberID uint64
+	rev                 int64
+	term                uint64
 }
 
 // close ends the store's stream and takes what it still holds, so that
@@ -187,6 +197,18 @@ func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {
 // send turns a store response into gRPC responses: events, a progress
 // notification, or the end of a compacted watcher.
 func (w *watchStream) send(r store.WatchResponse) error {
+	if r.Encoded != nil && r.CompactRevision == 0 {
+		// The events as the store encoded them once for every watcher
+		// that gets them, after this response's own header and ID.
+		w.mu.Lock()
+		fragment := w.fragment[r.WatchID]
+		w.mu.Unlock()
+		s := w.a.s
+		hdr := headerKey{s.ClusterID(), s.ID(), r.Revision, s.Term()}
+		if m, err := w.encoded(hdr, int64(r.WatchID), r.Encoded); err == nil && (!fragment || m.EncodedSize() <= w.limit) {
+			return w.sendMsg(m)
+		}
+	}
 	resp := &pb.WatchResponse{Header: w.a.header(r.Revision), WatchId: int64(r.WatchID)}
 	if r.CompactRevision != 0 {
 		// As etcd: no revision in the header and no reason; the client
@@ -203,14 +225,7 @@ func (w *watchStream) send(r store.WatchResponse) error {
 	w.mu.Lock()
 	fragment := w.fragment[r.WatchID]
 	w.mu.Unlock()
-	limit := w.a.s.Config().MaxRequestBytes
-	if r.Encoded != nil {
-		// The events as the store encoded them once for every watcher
-		// that gets them, after this response's own header and ID.
-		if m, err := w.encoded(resp, r.Encoded); err == nil && (!fragment || m.EncodedSize() <= limit) {
-			return w.sendMsg(m)
-		}
-	}
+	limit := w.limit
 	resp.Events = make([]*mvccpb.Event, len(r.Events))
 	copy(resp.Events, r.Events)
 	if !fragment || proto.Size(resp) <= limit {
@@ -224,28 +239,27 @@ func (w *watchStream) send(r store.WatchResponse) error {
 	return nil
 }
 
-// encoded is resp (a header and a watch ID, nothing else) with the events
-// of evs, in wire form: the fields in the order of their numbers, as
-// proto.Marshal writes them.
-func (w *watchStream) encoded(resp *pb.WatchResponse, evs *store.EncodedEvents) (*encodedMessage, error) {
+// encoded is the watch response with header hdr, watch ID id and the
+// events of evs, in wire form: the fields in the order of their numbers,
+// as proto.Marshal writes them.
+func (w *watchStream) encoded(hdr headerKey, id int64, evs *store.EncodedEvents) (*encodedMessage, error) {
 	events, err := evs.Bytes()
 	if err != nil {
 		return nil, err
 	}
-	if h := resp.Header; w.hdr == nil || w.hdr.ClusterId != h.ClusterId || w.hdr.MemberId != h.MemberId ||
-		w.hdr.Revision != h.Revision || w.hdr.RaftTerm != h.RaftTerm {
-		b, err := proto.Marshal(resp.Header)
+	if w.hdrBytes == nil || w.hdr != hdr {
+		b, err := proto.Marshal(&pb.ResponseHeader{ClusterId: hdr.clusterID, MemberId: hdr.memberID, Revision: hdr.rev, RaftTerm: hdr.term})
 		if err != nil {
 			return nil, err
 		}
-		w.hdr, w.hdrBytes = resp.Header, b
+		w.hdr, w.hdrBytes = hdr, b
 	}
 	b := make([]byte, 0, len(w.hdrBytes)+2*binary.MaxVarintLen64)
 	b = protowire.AppendTag(b, 1, protowire.BytesType) // header
 	b = protowire.AppendBytes(b, w.hdrBytes)
-	if resp.WatchId != 0 {
+	if id != 0 {
 		b = protowire.AppendTag(b, 2, protowire.VarintType) // watch_id
-		b = protowire.AppendVarint(b, uint64(resp.WatchId))
+		b = protowire.AppendVarint(b, uint64(id))
 	}
 	return &encodedMessage{b: b, tail: events}, nil
 }

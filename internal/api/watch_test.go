@@ -41,7 +41,7 @@ func TestWatchEncodedResponseIsTheMarshalledOne(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := w.encoded(&pb.WatchResponse{Header: hdr, WatchId: id}, shared)
+				m, err := w.encoded(headerKey{hdr.ClusterId, hdr.MemberId, hdr.Revision, hdr.RaftTerm}, id, shared)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -206,10 +206,11 @@ func BenchmarkWatchResponseEncoding(b *testing.B) {
 	b.Run("encoded-once", func(b *testing.B) {
 		b.ReportAllocs()
 		w := &watchStream{}
+		key := headerKey{hdr.ClusterId, hdr.MemberId, hdr.Revision, hdr.RaftTerm}
 		for b.Loop() {
 			shared := store.NewEncodedEvents(evs)
 			for id := range int64(watchers) {
-				if _, err := w.encoded(&pb.WatchResponse{Header: hdr, WatchId: id % 100}, shared); err != nil {
+				if _, err := w.encoded(key, id%100, shared); err != nil {
 					b.Fatal(err)
 				}
 			}
