@@ -26,7 +26,15 @@ import (
 // encodedMessage is a message already in its wire form: b, then tail (a
 // part that may be shared with other messages, as the events of a watch
 // response; it is never modified).
-type encodedMessage struct{ b, tail []byte }
+type encodedMessage struct {
+	b, tail []byte
+	// What the codec hands to gRPC, held here so that a message is one
+	// allocation (*SliceBuffer is a Buffer that points into the message).
+	parts [2]mem.SliceBuffer
+	bufs  [2]mem.Buffer
+	// Room for a small b (a watch response's header and ID).
+	prefix [64]byte
+}
 
 // EncodedSize is the size of the message, for the gRPC metrics.
 func (m *encodedMessage) EncodedSize() int { return len(m.b) + len(m.tail) }
@@ -38,10 +46,12 @@ func newCodec() codec { return codec{proto: encoding.GetCodecV2("proto")} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(*encodedMessage); ok {
+		m.parts[0], m.bufs[0] = m.b, &m.parts[0]
 		if len(m.tail) == 0 {
-			return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+			return m.bufs[:1], nil
 		}
-		return mem.BufferSlice{mem.SliceBuffer(m.b), mem.SliceBuffer(m.tail)}, nil
+		m.parts[1], m.bufs[1] = m.tail, &m.parts[1]
+		return m.bufs[:2], nil
 	}
 	return c.proto.Marshal(v)
 }
