@@ -102,11 +102,15 @@ type catchUpKey struct {
 
 // catchUpGroups sorts the watchers of ws still unsynced into groups that
 // get the same responses, so that each group's are made (and encoded)
-// once.
+// once. Watchers whose stream has no room for a response are left for a
+// later round.
 func (h *watchHub) catchUpGroups(ws []*watcher) [][]*watcher {
 	index := make(map[catchUpKey]int)
 	var groups [][]*watcher
 	for _, w := range ws {
+		if len(w.stream.ch) == cap(w.stream.ch) {
+			continue
+		}
 		if _, still := h.unsynced[w]; !still {
 			continue
 		}
