@@ -2,6 +2,7 @@ package api
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,25 +70,34 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 			// Then what else the store has handed over, up to a bound
 			// before the other cases are looked at again: a receive
 			// that does not wait costs less than this select.
-			for n := 1; ; n++ {
-				if !ok {
-					return nil
-				}
-				w.ms.EventsReceived(len(resp.Events))
-				start := time.Now()
-				if err := w.send(resp); err != nil {
-					return err
-				}
-				w.a.observeWatchSend(len(resp.Events), time.Since(start))
-				if n == watchSendBurst {
-					break
-				}
+			// A watcher's responses found together are sent as one.
+			if !ok {
+				return nil
+			}
+			batch := []store.WatchResponse{resp}
+			for ok && len(batch) < watchSendBurst {
 				select {
 				case resp, ok = <-w.ms.Chan():
+					if ok {
+						batch = append(batch, resp)
+					}
 					continue
 				default:
 				}
 				break
+			}
+			for _, r := range batch {
+				w.ms.EventsReceived(len(r.Events))
+			}
+			for _, o := range coalesce(batch) {
+				start := time.Now()
+				if err := w.send(o); err != nil {
+					return err
+				}
+				w.a.observeWatchSend(len(o.r.Events), time.Since(start))
+			}
+			if !ok {
+				return nil
 			}
 		}
 	}
@@ -212,10 +222,61 @@ func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {
 	return w.grpc.Send(resp)
 }
 
-// send turns a store response into gRPC responses: events, a progress
+// outgoing is a response to send: one of the store's, or the events of
+// several of one watcher's, one after the other, with the last one's
+// revision. enc and more are the encodings of its parts' events, if every
+// part has one.
+type outgoing struct {
+	r    store.WatchResponse
+	enc  *store.EncodedEvents
+	more []*store.EncodedEvents
+}
+
+// coalesce merges the event responses of each watcher in batch into one,
+// as long as no other response of that watcher (a progress notification,
+// its end) or of the whole stream comes between them; the order of each
+// watcher's responses, and of the stream's progress notifications after
+// them, stays as it was.
+func coalesce(batch []store.WatchResponse) []outgoing {
+	out := make([]outgoing, 0, len(batch))
+	var open map[store.WatchID]int // the watcher's event response still open to more
+	for _, r := range batch {
+		events := len(r.Events) > 0 && r.CompactRevision == 0
+		if !events {
+			if r.WatchID == store.ProgressAllWatchID {
+				clear(open)
+			} else {
+				delete(open, r.WatchID)
+			}
+			out = append(out, outgoing{r: r})
+			continue
+		}
+		if i, ok := open[r.WatchID]; ok {
+			o := &out[i]
+			if o.enc != nil && r.Encoded != nil {
+				o.more = append(o.more, r.Encoded)
+			} else {
+				o.enc, o.more = nil, nil
+			}
+			// A copy: the store shares its event slices among watchers.
+			o.r.Events = append(slices.Clip(o.r.Events), r.Events...)
+			o.r.Revision = r.Revision
+			continue
+		}
+		if open == nil {
+			open = make(map[store.WatchID]int)
+		}
+		open[r.WatchID] = len(out)
+		out = append(out, outgoing{r: r, enc: r.Encoded})
+	}
+	return out
+}
+
+// send turns a response into gRPC responses: events, a progress
 // notification, or the end of a compacted watcher.
-func (w *watchStream) send(r store.WatchResponse) error {
-	if r.Encoded != nil && r.CompactRevision == 0 {
+func (w *watchStream) send(o outgoing) error {
+	r := o.r
+	if o.enc != nil && r.CompactRevision == 0 {
 		// The events as the store encoded them once for every watcher
 		// that gets them, after this response's own header and ID.
 		w.mu.Lock()
@@ -223,7 +284,7 @@ func (w *watchStream) send(r store.WatchResponse) error {
 		w.mu.Unlock()
 		s := w.a.s
 		hdr := headerKey{s.ClusterID(), s.ID(), r.Revision, s.Term()}
-		if m, err := w.encoded(hdr, int64(r.WatchID), r.Encoded); err == nil && (!fragment || m.EncodedSize() <= w.limit) {
+		if m, err := w.encoded(hdr, int64(r.WatchID), o.enc, o.more...); err == nil && (!fragment || m.EncodedSize() <= w.limit) {
 			return w.sendMsg(m)
 		}
 	}
@@ -258,12 +319,25 @@ func (w *watchStream) send(r store.WatchResponse) error {
 }
 
 // encoded is the watch response with header hdr, watch ID id and the
-// events of evs, in wire form: the fields in the order of their numbers,
-// as proto.Marshal writes them.
-func (w *watchStream) encoded(hdr headerKey, id int64, evs *store.EncodedEvents) (*encodedMessage, error) {
+// events of evs and more, in wire form: the fields in the order of their
+// numbers, as proto.Marshal writes them (the events field repeated, so the
+// encodings of several sets of events follow each other as they are).
+func (w *watchStream) encoded(hdr headerKey, id int64, evs *store.EncodedEvents, more ...*store.EncodedEvents) (*encodedMessage, error) {
 	events, err := evs.Bytes()
 	if err != nil {
 		return nil, err
+	}
+	var tails [][]byte
+	if len(more) > 0 {
+		tails = make([][]byte, 0, 1+len(more))
+		tails = append(tails, events)
+		for _, e := range more {
+			b, err := e.Bytes()
+			if err != nil {
+				return nil, err
+			}
+			tails = append(tails, b)
+		}
 	}
 	if w.hdrBytes == nil || w.hdr != hdr {
 		b, err := proto.Marshal(&pb.ResponseHeader{ClusterId: hdr.clusterID, MemberId: hdr.memberID, Revision: hdr.rev, RaftTerm: hdr.term})
@@ -272,7 +346,7 @@ func (w *watchStream) encoded(hdr headerKey, id int64, evs *store.EncodedEvents)
 		}
 		w.hdr, w.hdrBytes = hdr, b
 	}
-	m := &encodedMessage{tail: events}
+	m := &encodedMessage{tail: events, tails: tails}
 	b := protowire.AppendTag(m.prefix[:0], 1, protowire.BytesType) // header
 	b = protowire.AppendBytes(b, w.hdrBytes)
 	if id != 0 {

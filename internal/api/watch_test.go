@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,24 @@ func TestWatchResponsesOverGRPC(t *testing.T) {
 	put := func(k string, v []byte) *pb.RequestOp {
 		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(k), Value: v}}}
 	}
-	for _, ops := range [][]*pb.RequestOp{
+	got := map[int64][]*pb.WatchResponse{}
+	receive := func(stream pb.Watch_WatchClient, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			r, err := stream.Recv()
+			if err != nil {
+				t.Fatalf("after %d responses: %v", i, err)
+			}
+			if r.Fragment && proto.Size(r) > limit {
+				t.Errorf("a fragment of %d bytes, over the limit of %d", proto.Size(r), limit)
+			}
+			got[r.WatchId] = append(got[r.WatchId], r)
+		}
+	}
+	// The responses of each revision, before the next is written: so that
+	// none are sent together as one.
+	responses := []int{4, 4, 5, 5}
+	for i, ops := range [][]*pb.RequestOp{
 		{put("w/a", big("a"))},                       // revision 2
 		{put("w/b", big("b"))},                       // 3
 		{put("w/a", big("c")), put("w/b", big("d"))}, // 4: 1,250 bytes of events, 2,500 with prev_kv
@@ -104,6 +122,7 @@ func TestWatchResponsesOverGRPC(t *testing.T) {
 		if _, err := kv.Txn(ctx, &pb.TxnRequest{Success: ops}); err != nil {
 			t.Fatal(err)
 		}
+		receive(stream, responses[i])
 	}
 	// On a stream of its own, a watcher that catches up: 2,500 bytes at once.
 	other, err := pb.NewWatchClient(conn).Watch(ctx)
@@ -143,25 +162,13 @@ func TestWatchResponsesOverGRPC(t *testing.T) {
 	wantOther := map[int64][]*pb.WatchResponse{
 		history: {resp(history, 5, true, a2, b3), resp(history, 5, false, a4, b4, a5)},
 	}
+	gotMain := got
+	got = map[int64][]*pb.WatchResponse{}
+	receive(other, 2)
 	for _, s := range []struct {
-		stream pb.Watch_WatchClient
-		want   map[int64][]*pb.WatchResponse
-	}{{stream, want}, {other, wantOther}} {
-		total := 0
-		for _, rs := range s.want {
-			total += len(rs)
-		}
-		got := map[int64][]*pb.WatchResponse{}
-		for n := 0; n < total; n++ {
-			r, err := s.stream.Recv()
-			if err != nil {
-				t.Fatalf("after %d responses: %v", n, err)
-			}
-			if r.Fragment && proto.Size(r) > limit {
-				t.Errorf("a fragment of %d bytes, over the limit of %d", proto.Size(r), limit)
-			}
-			got[r.WatchId] = append(got[r.WatchId], r)
-		}
+		got, want map[int64][]*pb.WatchResponse
+	}{{gotMain, want}, {got, wantOther}} {
+		got := s.got
 		for id, rs := range s.want {
 			if len(got[id]) != len(rs) {
 				t.Errorf("watcher %d: %d responses, want %d", id, len(got[id]), len(rs))
@@ -216,4 +223,70 @@ func BenchmarkWatchResponseEncoding(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCoalesce: a watcher's event responses found together become one, up
+// to its next other response or the stream's progress notification; the
+// store's shared event slices are not written to.
+func TestCoalesce(t *testing.T) {
+	ev := func(rev int64) *mvccpb.Event {
+		return &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("k"), ModRevision: rev}}
+	}
+	shared2 := make([]*mvccpb.Event, 1, 4) // spare room, as the store's slices may have
+	shared2[0] = ev(2)
+	e2, e3, e4, e5 := store.NewEncodedEvents(shared2), store.NewEncodedEvents([]*mvccpb.Event{ev(3)}), store.NewEncodedEvents([]*mvccpb.Event{ev(4)}), store.NewEncodedEvents([]*mvccpb.Event{ev(5)})
+	batch := []store.WatchResponse{
+		{WatchID: 1, Revision: 2, Events: shared2, Encoded: e2},
+		{WatchID: 2, Revision: 2, Events: shared2, Encoded: e2},
+		{WatchID: 1, Revision: 3, Events: []*mvccpb.Event{ev(3)}, Encoded: e3},
+		{WatchID: 2, Revision: 3}, // progress
+		{WatchID: 2, Revision: 3, Events: []*mvccpb.Event{ev(3)}, Encoded: e3},
+		{WatchID: store.ProgressAllWatchID, Revision: 3},
+		{WatchID: 1, Revision: 4, Events: []*mvccpb.Event{ev(4)}, Encoded: e4},
+		{WatchID: 3, Revision: 4, Events: []*mvccpb.Event{ev(4)}}, // no encoding (prev_kv, say)
+		{WatchID: 3, Revision: 5, Events: []*mvccpb.Event{ev(5)}, Encoded: e5},
+		{WatchID: 1, Revision: 9, CompactRevision: 9},
+	}
+	describe := func(o outgoing) string {
+		s := fmt.Sprintf("%d@%d", o.r.WatchID, o.r.Revision)
+		for _, e := range o.r.Events {
+			s += fmt.Sprintf(" %d", e.Kv.ModRevision)
+		}
+		if o.r.CompactRevision != 0 {
+			s += " compacted"
+		}
+		if o.enc != nil {
+			s += fmt.Sprintf(" enc+%d", len(o.more))
+		}
+		return s
+	}
+	var got []string
+	for _, o := range coalesce(batch) {
+		got = append(got, describe(o))
+	}
+	want := []string{"1@3 2 3 enc+1", "2@2 2 enc+0", "2@3", "2@3 3 enc+0", "-1@3", "1@4 4 enc+0", "3@5 4 5", "1@9 compacted"}
+	if !slices.Equal(got, want) {
+		t.Errorf("coalesced:\n got %q\nwant %q", got, want)
+	}
+	if len(shared2) != 1 || shared2[:2][1] != nil {
+		t.Error("coalescing wrote into the store's shared slice")
+	}
+	// The merged response in its wire form is the marshalled one.
+	hdr := &pb.ResponseHeader{ClusterId: 1, MemberId: 2, Revision: 3, RaftTerm: 4}
+	m, err := (&watchStream{}).encoded(headerKey{1, 2, 3, 4}, 1, e2, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes, _ := proto.Marshal(&pb.WatchResponse{Header: hdr, WatchId: 1, Events: []*mvccpb.Event{ev(2), ev(3)}})
+	gotBytes := slices.Clone(m.b)
+	for _, t := range m.tails {
+		gotBytes = append(gotBytes, t...)
+	}
+	if !bytes.Equal(gotBytes, wantBytes) || m.EncodedSize() != len(wantBytes) {
+		t.Errorf("merged response %x (size %d), want %x", gotBytes, m.EncodedSize(), wantBytes)
+	}
+	bufs, err := newCodec().Marshal(m)
+	if err != nil || !bytes.Equal(bufs.Materialize(), wantBytes) {
+		t.Errorf("the codec sends %x (%v), want %x", bufs.Materialize(), err, wantBytes)
+	}
 }
