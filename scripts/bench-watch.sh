@@ -18,6 +18,7 @@
 #   bash scripts/bench-watch.sh        # ROUNDS=3 STREAMS=100 WATCHERS=10000 CONNS=10
 #                                      # SLOW_PUTS=200 SLOW_RATE=20 FAST_PUTS=1000 FAST_RATE=200
 #   KEEP=1 bash scripts/bench-watch.sh # keep the work directory (logs, JSON results)
+#   bash scripts/bench-watch.sh --summarize DIR/results   # the table again, from kept results
 #
 # Servers, ports and data directories as in scripts/bench-side-by-side.sh,
 # whose functions this script uses.
@@ -53,31 +54,41 @@ watch_load() {
     "$RESULTS/$name.$round.json" >&2
 }
 
-setup_run
-cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before"
-for ((round = 1; round <= ROUNDS; round++)); do
-  order=(etcd cairn)
-  if ((round % 2 == 0)); then order=(cairn etcd); fi
-  for kind in "${order[@]}"; do
-    log "round $round: $kind"
-    start_cluster "$kind" 1
-    watch_load "$kind-slow" "$round" "$SLOW_PUTS" "$SLOW_RATE"
-    watch_load "$kind-fast" "$round" "$FAST_PUTS" "$FAST_RATE"
-    stop_servers
+if [[ ${1:-} == --summarize ]]; then
+  RESULTS=${2:?--summarize needs the results directory of a kept run}
+  ROUNDS=$(find "$RESULTS" -name 'etcd-slow.*.json' | wc -l)
+else
+  setup_run
+  cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before"
+  for ((round = 1; round <= ROUNDS; round++)); do
+    order=(etcd cairn)
+    if ((round % 2 == 0)); then order=(cairn etcd); fi
+    for kind in "${order[@]}"; do
+      log "round $round: $kind"
+      start_cluster "$kind" 1
+      watch_load "$kind-slow" "$round" "$SLOW_PUTS" "$SLOW_RATE"
+      watch_load "$kind-fast" "$round" "$FAST_PUTS" "$FAST_RATE"
+      stop_servers
+    done
   done
-done
-cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
+  cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
+fi
 
 # ---- summary -----------------------------------------------------------------
 
 REPEAT=$ROUNDS # for median and paired
 ms() { awk -v s="$1" 'BEGIN { printf "%.0f ms", s * 1000 }'; }
 sec() { awk -v s="$1" 'BEGIN { printf "%.1f s", s }'; }
+# cpu NAME: the member's CPU time over the run NAME (creation and puts), the
+# median over the rounds.
+cpu() {
+  cat "$RESULTS"/"$1".*.cpu | sort -g | awk -v hz="$(getconf CLK_TCK)" '{ v[NR] = $1 } END { printf "%.1f s", v[int((NR + 1) / 2)] / hz }'
+}
 P99=.events.latency_seconds.percentiles.p99
 MAX=.events.latency_seconds.slowest
 PUTS=.puts.elapsed_seconds
 echo
-echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores; $ROUNDS rounds; one member of each;"
+echo "Measured $(date -u -r "$RESULTS/loadavg-after" '+%Y-%m-%d %H:%M UTC') on $(nproc) cores; $ROUNDS rounds; one member of each;"
 echo "$WATCHERS watchers on one prefix ($STREAMS streams over $CONNS connections), \`cairn bench watch\` as the load."
 echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); after: $(cat "$RESULTS/loadavg-after")."
 echo "Figures: medians over the rounds. Ratios (lower is better): median (lowest–highest) of cairn/etcd within each round."
@@ -88,6 +99,8 @@ echo "| $SLOW_PUTS puts at $SLOW_RATE/s: delivery p99 | $(ms "$(median etcd-slow
 echo "| $SLOW_PUTS puts at $SLOW_RATE/s: delivery max | $(ms "$(median etcd-slow $MAX)") | $(ms "$(median cairn-slow $MAX)") | $(paired cairn-slow etcd-slow $MAX) |"
 echo "| $FAST_PUTS puts at $FAST_RATE/s: time to issue them | $(sec "$(median etcd-fast $PUTS)") | $(sec "$(median cairn-fast $PUTS)") | $(paired cairn-fast etcd-fast $PUTS) |"
 echo "| $FAST_PUTS puts at $FAST_RATE/s: delivery p99 | $(ms "$(median etcd-fast $P99)") | $(ms "$(median cairn-fast $P99)") | $(paired cairn-fast etcd-fast $P99) |"
+echo "| member CPU, $SLOW_PUTS puts at $SLOW_RATE/s (with the watchers' creation) | $(cpu etcd-slow) | $(cpu cairn-slow) | $(paired_cpu cairn-slow etcd-slow) |"
+echo "| member CPU, $FAST_PUTS puts at $FAST_RATE/s (with the watchers' creation) | $(cpu etcd-fast) | $(cpu cairn-fast) | $(paired_cpu cairn-fast etcd-fast) |"
 echo
 echo "Every measurement (puts s, delivery p99 ms, max ms, events, missing, member CPU s):"
 for f in "$RESULTS"/*.json; do
