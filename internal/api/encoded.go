@@ -23,11 +23,31 @@ import (
 // bytes. Requests the store cannot answer so (sorted, filtered) take the
 // decoding path of kvServer.Range.
 
-// encodedMessage is a message already in its wire form.
-type encodedMessage struct{ b []byte }
+// encodedMessage is a message already in its wire form: b, then tail (a
+// part that may be shared with other messages, as the events of a watch
+// response; it is never modified).
+type encodedMessage struct {
+	b, tail []byte
+	tails   [][]byte // if set, the parts that follow b, in place of tail
+	// What the codec hands to gRPC, held here so that a message is one
+	// allocation (*SliceBuffer is a Buffer that points into the message).
+	parts [2]mem.SliceBuffer
+	bufs  [2]mem.Buffer
+	// Room for a small b (a watch response's header and ID).
+	prefix [64]byte
+}
 
 // EncodedSize is the size of the message, for the gRPC metrics.
-func (m *encodedMessage) EncodedSize() int { return len(m.b) }
+func (m *encodedMessage) EncodedSize() int {
+	if m.tails != nil {
+		n := len(m.b)
+		for _, t := range m.tails {
+			n += len(t)
+		}
+		return n
+	}
+	return len(m.b) + len(m.tail)
+}
 
 // codec is gRPC's proto codec, but for an encodedMessage, sent as it is.
 type codec struct{ proto encoding.CodecV2 }
@@ -36,7 +56,20 @@ func newCodec() codec { return codec{proto: encoding.GetCodecV2("proto")} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(*encodedMessage); ok {
-		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+		m.parts[0], m.bufs[0] = m.b, &m.parts[0]
+		if m.tails != nil {
+			bufs := make(mem.BufferSlice, 1, 1+len(m.tails))
+			bufs[0] = m.bufs[0]
+			for _, t := range m.tails {
+				bufs = append(bufs, mem.SliceBuffer(t))
+			}
+			return bufs, nil
+		}
+		if len(m.tail) == 0 {
+			return m.bufs[:1], nil
+		}
+		m.parts[1], m.bufs[1] = m.tail, &m.parts[1]
+		return m.bufs[:2], nil
 	}
 	return c.proto.Marshal(v)
 }

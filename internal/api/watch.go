@@ -2,6 +2,7 @@ package api
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/pkg/store"
@@ -18,6 +20,11 @@ import (
 // ProgressNotifyInterval is how often watchers created with progress_notify
 // get a progress notification, as etcd's default.
 var ProgressNotifyInterval = 10 * time.Minute
+
+// watchSendBurst is how many responses a stream sends in a row, as long as
+// the store has more, before it looks at its other work (progress
+// notifications, the end of the stream).
+const watchSendBurst = 128
 
 type watchServer struct {
 	pb.UnimplementedWatchServer
@@ -28,7 +35,8 @@ type watchServer struct {
 func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse]) error {
 	replaced := ws.a.s.StoreReplaced()
 	st := ws.a.s.Store()
-	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{}}
+	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{},
+		limit: ws.a.s.Config().MaxRequestBytes}
 	defer w.close()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- w.recvLoop() }()
@@ -59,15 +67,38 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 			}
 			w.mu.Unlock()
 		case resp, ok := <-w.ms.Chan():
+			// Then what else the store has handed over, up to a bound
+			// before the other cases are looked at again: a receive
+			// that does not wait costs less than this select.
+			// A watcher's responses found together are sent as one.
 			if !ok {
 				return nil
 			}
-			w.ms.EventsReceived(len(resp.Events))
-			start := time.Now()
-			if err := w.send(resp); err != nil {
-				return err
+			batch := []store.WatchResponse{resp}
+			for ok && len(batch) < watchSendBurst {
+				select {
+				case resp, ok = <-w.ms.Chan():
+					if ok {
+						batch = append(batch, resp)
+					}
+					continue
+				default:
+				}
+				break
 			}
-			w.a.observeWatchSend(len(resp.Events), time.Since(start))
+			for _, r := range batch {
+				w.ms.EventsReceived(len(r.Events))
+			}
+			for _, o := range coalesce(batch) {
+				start := time.Now()
+				if err := w.send(o); err != nil {
+					return err
+				}
+				w.a.observeWatchSend(len(o.r.Events), time.Since(start))
+			}
+			if !ok {
+				return nil
+			}
 		}
 	}
 }
@@ -80,6 +111,19 @@ type watchStream struct {
 	mu       sync.Mutex
 	progress map[store.WatchID]bool // watchers created with progress_notify
 	fragment map[store.WatchID]bool // watchers that accept fragmented responses
+
+	limit int // the member's MaxRequestBytes, the size of a fragment
+
+	// The encoded header of the last event response (sending goroutine only).
+	hdr      headerKey
+	hdrBytes []byte
+}
+
+// headerKey is the content of a response header.
+type headerKey struct {
+	clusterID, memberID uint64
+	rev                 int64
+	term                uint64
 }
 
 // close ends the store's stream and takes what it still holds, so that
@@ -178,9 +222,72 @@ func (w *watchStream) sendRaw(resp *pb.WatchResponse) error {
 	return w.grpc.Send(resp)
 }
 
-// send turns a store response into gRPC responses: events, a progress
+// outgoing is a response to send: one of the store's, or the events of
+// several of one watcher's, one after the other, with the last one's
+// revision. enc and more are the encodings of its parts' events, if every
+// part has one.
+type outgoing struct {
+	r    store.WatchResponse
+	enc  *store.EncodedEvents
+	more []*store.EncodedEvents
+}
+
+// coalesce merges the event responses of each watcher in batch into one,
+// as long as no other response of that watcher (a progress notification,
+// its end) or of the whole stream comes between them; the order of each
+// watcher's responses, and of the stream's progress notifications after
+// them, stays as it was.
+func coalesce(batch []store.WatchResponse) []outgoing {
+	out := make([]outgoing, 0, len(batch))
+	var open map[store.WatchID]int // the watcher's event response still open to more
+	for _, r := range batch {
+		events := len(r.Events) > 0 && r.CompactRevision == 0
+		if !events {
+			if r.WatchID == store.ProgressAllWatchID {
+				clear(open)
+			} else {
+				delete(open, r.WatchID)
+			}
+			out = append(out, outgoing{r: r})
+			continue
+		}
+		if i, ok := open[r.WatchID]; ok {
+			o := &out[i]
+			if o.enc != nil && r.Encoded != nil {
+				o.more = append(o.more, r.Encoded)
+			} else {
+				o.enc, o.more = nil, nil
+			}
+			// A copy: the store shares its event slices among watchers.
+			o.r.Events = append(slices.Clip(o.r.Events), r.Events...)
+			o.r.Revision = r.Revision
+			continue
+		}
+		if open == nil {
+			open = make(map[store.WatchID]int)
+		}
+		open[r.WatchID] = len(out)
+		out = append(out, outgoing{r: r, enc: r.Encoded})
+	}
+	return out
+}
+
+// send turns a response into gRPC responses: events, a progress
 // notification, or the end of a compacted watcher.
-func (w *watchStream) send(r store.WatchResponse) error {
+func (w *watchStream) send(o outgoing) error {
+	r := o.r
+	if o.enc != nil && r.CompactRevision == 0 {
+		// The events as the store encoded them once for every watcher
+		// that gets them, after this response's own header and ID.
+		w.mu.Lock()
+		fragment := w.fragment[r.WatchID]
+		w.mu.Unlock()
+		s := w.a.s
+		hdr := headerKey{s.ClusterID(), s.ID(), r.Revision, s.Term()}
+		if m, err := w.encoded(hdr, int64(r.WatchID), o.enc, o.more...); err == nil && (!fragment || m.EncodedSize() <= w.limit) {
+			return w.sendMsg(m)
+		}
+	}
 	resp := &pb.WatchResponse{Header: w.a.header(r.Revision), WatchId: int64(r.WatchID)}
 	if r.CompactRevision != 0 {
 		// As etcd: no revision in the header and no reason; the client
@@ -194,12 +301,12 @@ func (w *watchStream) send(r store.WatchResponse) error {
 		w.mu.Unlock()
 		return w.sendRaw(resp)
 	}
-	resp.Events = make([]*mvccpb.Event, len(r.Events))
-	copy(resp.Events, r.Events)
 	w.mu.Lock()
 	fragment := w.fragment[r.WatchID]
 	w.mu.Unlock()
-	limit := w.a.s.Config().MaxRequestBytes
+	limit := w.limit
+	resp.Events = make([]*mvccpb.Event, len(r.Events))
+	copy(resp.Events, r.Events)
 	if !fragment || proto.Size(resp) <= limit {
 		return w.sendRaw(resp)
 	}
@@ -209,6 +316,52 @@ func (w *watchStream) send(r store.WatchResponse) error {
 		}
 	}
 	return nil
+}
+
+// encoded is the watch response with header hdr, watch ID id and the
+// events of evs and more, in wire form: the fields in the order of their
+// numbers, as proto.Marshal writes them (the events field repeated, so the
+// encodings of several sets of events follow each other as they are).
+func (w *watchStream) encoded(hdr headerKey, id int64, evs *store.EncodedEvents, more ...*store.EncodedEvents) (*encodedMessage, error) {
+	events, err := evs.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	var tails [][]byte
+	if len(more) > 0 {
+		tails = make([][]byte, 0, 1+len(more))
+		tails = append(tails, events)
+		for _, e := range more {
+			b, err := e.Bytes()
+			if err != nil {
+				return nil, err
+			}
+			tails = append(tails, b)
+		}
+	}
+	if w.hdrBytes == nil || w.hdr != hdr {
+		b, err := proto.Marshal(&pb.ResponseHeader{ClusterId: hdr.clusterID, MemberId: hdr.memberID, Revision: hdr.rev, RaftTerm: hdr.term})
+		if err != nil {
+			return nil, err
+		}
+		w.hdr, w.hdrBytes = hdr, b
+	}
+	m := &encodedMessage{tail: events, tails: tails}
+	b := protowire.AppendTag(m.prefix[:0], 1, protowire.BytesType) // header
+	b = protowire.AppendBytes(b, w.hdrBytes)
+	if id != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType) // watch_id
+		b = protowire.AppendVarint(b, uint64(id))
+	}
+	m.b = b
+	return m, nil
+}
+
+// sendMsg sends a message already in its wire form.
+func (w *watchStream) sendMsg(m *encodedMessage) error {
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	return w.grpc.SendMsg(m)
 }
 
 // fragmentResponse splits a response whose size passes limit into parts

@@ -24,6 +24,7 @@ type benchWatchOptions struct {
 	keys              keyGenerator
 	valSize           int
 	eventTimeout      time.Duration
+	prefix            string // every watcher watches the keys under it
 }
 
 func newBenchWatchCommand(g Globals, o *benchOptions) *cobra.Command {
@@ -40,9 +41,15 @@ Then --total puts are sent to the watched keys by --clients clients (at
 measured, from the put being sent to the event being received (the put's
 value carries its sending time).
 
+With --watch-prefix P, every watcher watches the keys that start with P
+(one range watcher each) and the puts go to P followed by the watched keys:
+each put is an event for every watcher.
+
 The report has three parts: watch creation, the puts, event delivery.`,
 		Example: `  cairn bench watch --streams 10 --watchers-per-stream 100 --watched-key-total 10 \
-    --clients 10 --conns 10 --total 2000 --rate 500`,
+    --clients 10 --conns 10 --total 2000 --rate 500
+  cairn bench watch --streams 100 --watchers-per-stream 100 --watch-prefix /bench/ \
+    --watched-key-total 100 --clients 10 --conns 10 --total 200 --rate 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if w.streams < 1 || w.watchersPerStream < 1 {
@@ -50,6 +57,9 @@ The report has three parts: watch creation, the puts, event delivery.`,
 			}
 			if err := w.keys.check(); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("watch-prefix") && w.prefix == "" {
+				return cmderr.BadArgs("--watch-prefix must not be empty")
 			}
 			if w.valSize < 8 {
 				return cmderr.BadArgs("--val-size must be at least 8: values carry the time of their put")
@@ -65,6 +75,7 @@ The report has three parts: watch creation, the puts, event delivery.`,
 	f.IntVar(&w.keys.Space, "watched-key-total", 1, "Number of distinct keys watched (and written)")
 	f.IntVar(&w.keys.Size, "key-size", 32, "Key size of the watched keys (bytes)")
 	f.IntVar(&w.valSize, "val-size", 8, "Value size of each put (bytes, at least 8)")
+	f.StringVar(&w.prefix, "watch-prefix", "", "Watch the keys under this prefix (every watcher), and put keys under it")
 	f.DurationVar(&w.eventTimeout, "event-timeout", 30*time.Second, "How long to wait for the last events once the puts are done")
 	return cmd
 }
@@ -119,6 +130,12 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 
 	// Phase 1: create the watchers, each stream one after the other.
 	watchersOnKey := make([]int, w.keys.Space)
+	prefixWatchers := 0
+	var prefix, prefixEnd []byte
+	if w.prefix != "" {
+		prefix = []byte(w.prefix)
+		prefixEnd = prefixRangeEnd(prefix)
+	}
 	var keyMu sync.Mutex
 	bar := newProgressBar(s.cmd.ErrOrStderr())
 	creation, err := loadgen.Run(ctx, loadgen.Options{
@@ -127,8 +144,11 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 		st := streams[worker]
 		return func(_ context.Context, seq int) error {
 			n := seq % w.keys.Space
-			create := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{
-				CreateRequest: &pb.WatchCreateRequest{Key: w.keys.Key(n)}}}
+			cr := &pb.WatchCreateRequest{Key: w.keys.Key(n)}
+			if prefix != nil {
+				cr = &pb.WatchCreateRequest{Key: prefix, RangeEnd: prefixEnd}
+			}
+			create := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: cr}}
 			if err := st.stream.Send(create); err != nil {
 				return err
 			}
@@ -142,7 +162,11 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 				}
 				if resp.GetCreated() {
 					keyMu.Lock()
-					watchersOnKey[n]++
+					if prefix != nil {
+						prefixWatchers++
+					} else {
+						watchersOnKey[n]++
+					}
 					keyMu.Unlock()
 					return nil
 				}
@@ -160,7 +184,7 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	// Phase 2: the puts, and the events they cause.
 	expected := 0
 	for seq := range s.o.total {
-		expected += watchersOnKey[seq%w.keys.Space]
+		expected += watchersOnKey[seq%w.keys.Space] + prefixWatchers
 	}
 	events := newEventCollector(expected)
 	var receivers sync.WaitGroup
@@ -178,7 +202,11 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 		return func(ctx context.Context, seq int) error {
 			v := slices.Clone(value)
 			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-			_, err := kv.Put(ctx, &pb.PutRequest{Key: keys.Next(seq), Value: v})
+			key := keys.Next(seq)
+			if prefix != nil {
+				key = append(slices.Clip(prefix), key...)
+			}
+			_, err := kv.Put(ctx, &pb.PutRequest{Key: key, Value: v})
 			return err
 		}, nil
 	})
@@ -187,7 +215,8 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 		return err
 	}
 	if puts.Failed() > 0 {
-		events.expect(-puts.Failed()) // not exact per key, but the run is already flawed
+		// Not exact per key, but the run is already flawed.
+		events.expect(-puts.Failed() * max(prefixWatchers, 1))
 	}
 	timer := time.NewTimer(w.eventTimeout)
 	select {
@@ -203,7 +232,7 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	return s.print(&watchBenchResult{
 		Benchmark: "watch",
 		Parameters: s.parameters(map[string]any{"streams": w.streams, "watchers-per-stream": w.watchersPerStream,
-			"watched-key-total": w.keys.Space, "key-size": w.keys.Size, "val-size": w.valSize}),
+			"watched-key-total": w.keys.Space, "key-size": w.keys.Size, "val-size": w.valSize, "watch-prefix": w.prefix}),
 		Creation: creation.Summarize(),
 		Puts:     puts.Summarize(),
 		Events:   delivered.Summarize(),
@@ -277,4 +306,18 @@ func (e *eventCollector) result(start time.Time) *loadgen.Result {
 		res.Elapsed = e.last.Sub(start)
 	}
 	return res
+}
+
+// prefixRangeEnd is the end of the range of the keys that start with
+// prefix: the prefix with its last byte below 0xff incremented (and what
+// follows it dropped), or "\x00" (every key from prefix on) if it has none.
+func prefixRangeEnd(prefix []byte) []byte {
+	end := slices.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return []byte{0}
 }

@@ -137,6 +137,29 @@ func TestBenchWorkloads(t *testing.T) {
 				w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, out)
 		}
 	})
+	t.Run("watch-prefix", func(t *testing.T) {
+		out := cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
+			"--watch-prefix", "wp/", "--watched-key-total", "5", "--total", "30", "--clients", "5", "--conns", "2")
+		var w struct {
+			Creation, Puts, Events benchJSON
+			Missing                int `json:"missing_events"`
+		}
+		if err := json.Unmarshal([]byte(out), &w); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		// 12 watchers on the prefix, each gets every one of the 30 puts.
+		if w.Creation.Requests != 12 || w.Puts.Requests != 30 || w.Events.Requests != 360 || w.Missing != 0 {
+			t.Errorf("watch report: %d creations, %d puts, %d events, %d missing; want 12, 30, 360, 0\n%s",
+				w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, out)
+		}
+		resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte("wp/"), RangeEnd: []byte("wp0"), CountOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count != 5 {
+			t.Errorf("%d keys under the prefix, want 5", resp.Count)
+		}
+	})
 	t.Run("simple output", func(t *testing.T) {
 		out := cairnOutput(t, endpoints, "bench", "put", "--total", "20")
 		for _, want := range []string{"Summary:", "Requests/sec:", "Response time histogram:", "Latency distribution:", "99.9% in"} {

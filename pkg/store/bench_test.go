@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/cairnkv/cairn/pkg/backend"
@@ -97,6 +98,41 @@ func BenchmarkWatchFanOut(b *testing.B) {
 		for i := 0; i < watchers; i++ {
 			<-received
 		}
+	}
+}
+
+// BenchmarkWatchFanOutPrefix10k measures one put delivered to 10,000
+// watchers of one prefix, 100 on each of 100 streams, read by one goroutine
+// per stream: from the put until every watcher's event is off its stream's
+// channel.
+func BenchmarkWatchFanOutPrefix10k(b *testing.B) {
+	s := openTestStore(b)
+	const streams, perStream = 100, 100
+	var received sync.WaitGroup
+	for range streams {
+		ws := s.NewWatchStream()
+		b.Cleanup(ws.Close)
+		for range perStream {
+			if _, err := ws.Watch(AutoWatchID, []byte("p/"), []byte("p0"), 0, WatchOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		go func() {
+			for resp := range ws.Chan() {
+				ws.EventsReceived(len(resp.Events))
+				for range resp.Events {
+					received.Done()
+				}
+			}
+		}()
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		received.Add(streams * perStream)
+		if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "p/%d", i%100), Value: benchValue}); err != nil {
+			b.Fatal(err)
+		}
+		received.Wait()
 	}
 }
 

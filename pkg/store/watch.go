@@ -33,6 +33,9 @@ type WatchResponse struct {
 	Events          []*mvccpb.Event
 	Revision        int64
 	CompactRevision int64
+	// Encoded, when set, holds Events in their wire form, shared by every
+	// response of the revision that carries the same events.
+	Encoded *EncodedEvents
 }
 
 // Errors of watch streams.
@@ -65,6 +68,7 @@ type watcher struct {
 	id       WatchID
 	stream   *WatchStream
 	key, end []byte
+	rng      watchRange // key and end as strings, for the hub's maps
 	opts     WatchOptions
 	// minRev is the next revision to deliver. For a synced watcher the hub
 	// has delivered everything up to its notifiedRev, so minRev only matters
@@ -87,14 +91,22 @@ func (w *watcher) matches(key []byte) bool {
 // watchHub delivers the store's changes to watchers. Synced watchers get
 // each revision as it is written; a watcher that starts in the past, or
 // whose stream is too slow to take a revision, is unsynced and catches up
-// from the history in the backend. Writers never wait for a watcher.
+// from the history in the backend. Writers never wait for a watcher, nor
+// for the hub: a writer queues its revision, and the dispatch loop hands
+// the queued revisions, in order, to the watchers.
 type watchHub struct {
 	s *Store
+
+	// Revisions written and not yet handed to the watchers, oldest first.
+	// Taken from only under mu (so that they are dispatched in order).
+	qmu   sync.Mutex
+	queue []notification
+	qwake chan struct{}
 
 	mu          sync.Mutex
 	notifiedRev int64 // every revision up to this one has gone to the synced watchers
 	singles     map[string]map[*watcher]struct{}
-	ranges      map[*watcher]struct{}
+	ranges      map[watchRange]map[*watcher]struct{} // the synced range watchers, by range
 	unsynced    map[*watcher]struct{}
 
 	wake chan struct{}
@@ -112,13 +124,15 @@ func newWatchHub(s *Store) *watchHub {
 		s:           s,
 		notifiedRev: s.Rev(),
 		singles:     make(map[string]map[*watcher]struct{}),
-		ranges:      make(map[*watcher]struct{}),
+		ranges:      make(map[watchRange]map[*watcher]struct{}),
 		unsynced:    make(map[*watcher]struct{}),
 		wake:        make(chan struct{}, 1),
+		qwake:       make(chan struct{}, 1),
 		quit:        make(chan struct{}),
 	}
-	h.wg.Add(1)
+	h.wg.Add(2)
 	go h.syncLoop()
+	go h.dispatchLoop()
 	return h
 }
 
@@ -160,7 +174,13 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	} else if ws.watchers[id] != nil {
 		return 0, ErrDuplicateWatchID
 	}
-	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), opts: opts, minRev: startRev}
+	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev}
+	if startRev == 0 {
+		// The revisions after the store's: a writer publishes its
+		// revision before it notifies (under mu), and the watcher must
+		// not get one that was already the store's when it was created.
+		w.minRev = h.s.Rev() + 1
+	}
 	ws.watchers[id] = w
 	h.watchers++
 	if startRev == 0 || startRev > h.notifiedRev {
@@ -191,6 +211,7 @@ func (ws *WatchStream) RequestProgress(id WatchID) {
 	h := ws.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatchQueued() // so that the revision is the store's, as far as it can be
 	if w := ws.watchers[id]; w != nil && w.synced {
 		h.trySend(ws, WatchResponse{WatchID: id, Revision: h.notifiedRev})
 	}
@@ -202,6 +223,7 @@ func (ws *WatchStream) RequestProgressAll() bool {
 	h := ws.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatchQueued()
 	for _, w := range ws.watchers {
 		if !w.synced {
 			return false
@@ -229,28 +251,39 @@ func (ws *WatchStream) Close() {
 func (h *watchHub) addSynced(w *watcher) {
 	w.synced = true
 	if len(w.end) == 0 {
-		set := h.singles[string(w.key)]
+		set := h.singles[w.rng.key]
 		if set == nil {
 			set = make(map[*watcher]struct{})
-			h.singles[string(w.key)] = set
+			h.singles[w.rng.key] = set
 		}
 		set[w] = struct{}{}
 		return
 	}
-	h.ranges[w] = struct{}{}
+	r := w.rng
+	set := h.ranges[r]
+	if set == nil {
+		set = make(map[*watcher]struct{})
+		h.ranges[r] = set
+	}
+	set[w] = struct{}{}
 }
 
 func (h *watchHub) removeSynced(w *watcher) {
 	w.synced = false
 	if len(w.end) == 0 {
-		set := h.singles[string(w.key)]
+		set := h.singles[w.rng.key]
 		delete(set, w)
 		if len(set) == 0 {
-			delete(h.singles, string(w.key))
+			delete(h.singles, w.rng.key)
 		}
 		return
 	}
-	delete(h.ranges, w)
+	r := w.rng
+	set := h.ranges[r]
+	delete(set, w)
+	if len(set) == 0 {
+		delete(h.ranges, r)
+	}
 }
 
 func (h *watchHub) remove(w *watcher) {
@@ -286,39 +319,149 @@ func (h *watchHub) poke() {
 	}
 }
 
-// notify hands the changes of revision rev to the synced watchers. It runs
-// at the end of each write transaction and never blocks: a watcher whose
-// stream is full becomes unsynced and later reads rev from the history.
+// watchRange is the range of a range watcher, [key, end).
+type watchRange struct{ key, end string }
+
+func (r watchRange) matches(key []byte) bool {
+	if r.end == "\x00" { // isInfiniteEnd
+		return string(key) >= r.key
+	}
+	return string(key) >= r.key && string(key) < r.end
+}
+
+// notification is the changes of one revision.
+type notification struct {
+	rev     int64
+	changes []*mvccpb.Event
+}
+
+// notify queues the changes of revision rev for the watchers. It runs at
+// the end of each write transaction, in revision order, and waits for
+// nothing but the queue.
 func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.qmu.Lock()
+	h.queue = append(h.queue, notification{rev, changes})
+	h.qmu.Unlock()
+	select {
+	case h.qwake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *watchHub) dispatchLoop() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-h.qwake:
+		}
+		h.mu.Lock()
+		h.dispatchQueued()
+		h.mu.Unlock()
+	}
+}
+
+// dispatchQueued hands the queued revisions to the watchers. The caller
+// holds mu.
+func (h *watchHub) dispatchQueued() {
+	h.qmu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.qmu.Unlock()
+	for _, n := range q {
+		h.dispatch(n.rev, n.changes)
+	}
+}
+
+// dispatch hands the changes of revision rev to the synced watchers. It
+// never blocks: a watcher whose stream is full becomes unsynced and later
+// reads rev from the history. The events are matched once per key or
+// range watched, not once per watcher, and the watchers of one key or
+// range share their events (and their encoding) unless their options make
+// them differ. The caller holds mu.
+func (h *watchHub) dispatch(rev int64, changes []*mvccpb.Event) {
 	h.notifiedRev = rev
 	if len(h.singles) == 0 && len(h.ranges) == 0 {
 		return
 	}
-	perWatcher := make(map[*watcher][]*mvccpb.Event)
-	var order []*watcher
-	add := func(w *watcher, ev *mvccpb.Event) {
-		if w.minRev > rev || !w.opts.wants(ev) {
-			return
-		}
-		if _, seen := perWatcher[w]; !seen {
-			order = append(order, w)
-		}
-		perWatcher[w] = append(perWatcher[w], ev)
-	}
-	for _, ev := range changes {
-		for w := range h.singles[string(ev.Kv.Key)] {
-			add(w, ev)
-		}
-		for w := range h.ranges {
-			if w.matches(ev.Kv.Key) {
-				add(w, ev)
+	if len(h.singles) > 0 {
+		if len(changes) == 1 {
+			if set := h.singles[string(changes[0].Kv.Key)]; set != nil {
+				h.fanOut(set, rev, changes)
+			}
+		} else {
+			var byKey map[string][]*mvccpb.Event
+			var keys []string // in the order of their first event
+			for _, ev := range changes {
+				if h.singles[string(ev.Kv.Key)] == nil {
+					continue
+				}
+				if byKey == nil {
+					byKey = make(map[string][]*mvccpb.Event)
+				}
+				k := string(ev.Kv.Key)
+				if _, seen := byKey[k]; !seen {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], ev)
+			}
+			for _, k := range keys {
+				h.fanOut(h.singles[k], rev, byKey[k])
 			}
 		}
 	}
-	for _, w := range order {
-		resp := WatchResponse{WatchID: w.id, Events: h.withPrevKV(w, perWatcher[w]), Revision: rev}
+	for r, set := range h.ranges {
+		evs := changes
+		for i, ev := range changes {
+			if !r.matches(ev.Kv.Key) {
+				// Not every change is in the range: keep those that are.
+				evs = append([]*mvccpb.Event(nil), changes[:i]...)
+				for _, ev := range changes[i+1:] {
+					if r.matches(ev.Kv.Key) {
+						evs = append(evs, ev)
+					}
+				}
+				break
+			}
+		}
+		if len(evs) > 0 {
+			h.fanOut(set, rev, evs)
+		}
+	}
+}
+
+// fanOut sends evs, the events of revision rev that the watchers of set
+// watch, to each of them that wants them. The watchers that take them as
+// they are share one encoding of them; so do those that want them with
+// their previous key-values, which are read once.
+func (h *watchHub) fanOut(set map[*watcher]struct{}, rev int64, evs []*mvccpb.Event) {
+	var plain, prev *EncodedEvents
+	var withPrev []*mvccpb.Event
+	for w := range set {
+		if w.minRev > rev {
+			continue
+		}
+		out, enc := evs, &plain
+		if w.opts.PrevKV {
+			if withPrev == nil {
+				withPrev = h.withPrevKV(evs)
+			}
+			out, enc = withPrev, &prev
+		}
+		if w.opts.NoPut || w.opts.NoDelete {
+			out = w.opts.filter(out)
+			if len(out) == 0 {
+				continue
+			}
+		}
+		resp := WatchResponse{WatchID: w.id, Events: out, Revision: rev}
+		if len(out) == len(evs) {
+			if *enc == nil {
+				*enc = NewEncodedEvents(out)
+			}
+			resp.Encoded = *enc
+		}
 		if !h.trySend(w.stream, resp) {
 			h.removeSynced(w)
 			w.minRev = rev
@@ -326,6 +469,22 @@ func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
 			h.poke()
 		}
 	}
+}
+
+// filter returns the events of evs that o wants (evs itself if all).
+func (o WatchOptions) filter(evs []*mvccpb.Event) []*mvccpb.Event {
+	for i, ev := range evs {
+		if !o.wants(ev) {
+			out := append([]*mvccpb.Event(nil), evs[:i]...)
+			for _, ev := range evs[i+1:] {
+				if o.wants(ev) {
+					out = append(out, ev)
+				}
+			}
+			return out
+		}
+	}
+	return evs
 }
 
 func (o WatchOptions) wants(ev *mvccpb.Event) bool {
@@ -338,12 +497,9 @@ func (o WatchOptions) wants(ev *mvccpb.Event) bool {
 	return true
 }
 
-// withPrevKV returns evs with PrevKv filled if the watcher asked for it: the
-// key's value at the revision before each event (nil if compacted).
-func (h *watchHub) withPrevKV(w *watcher, evs []*mvccpb.Event) []*mvccpb.Event {
-	if !w.opts.PrevKV {
-		return evs
-	}
+// withPrevKV returns copies of evs with PrevKv filled: the key's value at
+// the revision before each event (nil if compacted).
+func (h *watchHub) withPrevKV(evs []*mvccpb.Event) []*mvccpb.Event {
 	out := make([]*mvccpb.Event, len(evs))
 	r := h.s.Read()
 	defer r.End()

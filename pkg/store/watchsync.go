@@ -66,9 +66,9 @@ func (h *watchHub) syncRound() bool {
 		}
 		h.mu.Lock()
 		progressed := false
-		for _, w := range ws {
-			if _, still := h.unsynced[w]; still && w.minRev <= upTo {
-				progressed = h.deliver(w, evs, upTo) || progressed
+		for _, g := range h.catchUpGroups(ws) {
+			if g[0].minRev <= upTo && len(h.deliver(g, evs, upTo)) > 0 {
+				progressed = true
 			}
 		}
 		h.mu.Unlock()
@@ -83,16 +83,47 @@ func (h *watchHub) syncRound() bool {
 		h.s.log.Error("watch history read failed", "from", minRev, "to", target, "err", err)
 		return false
 	}
-	for _, w := range ws {
-		if _, still := h.unsynced[w]; !still {
-			continue
-		}
-		if h.deliver(w, evs, target) {
+	for _, g := range h.catchUpGroups(ws) {
+		for _, w := range h.deliver(g, evs, target) {
 			delete(h.unsynced, w)
 			h.addSynced(w)
 		}
 	}
 	return false
+}
+
+// catchUpKey identifies the unsynced watchers that get the same responses:
+// the same keys, options and next revision.
+type catchUpKey struct {
+	rng    watchRange
+	opts   WatchOptions
+	minRev int64
+}
+
+// catchUpGroups sorts the watchers of ws still unsynced into groups that
+// get the same responses, so that each group's are made (and encoded)
+// once. Watchers whose stream has no room for a response are left for a
+// later round.
+func (h *watchHub) catchUpGroups(ws []*watcher) [][]*watcher {
+	index := make(map[catchUpKey]int)
+	var groups [][]*watcher
+	for _, w := range ws {
+		if len(w.stream.ch) == cap(w.stream.ch) {
+			continue
+		}
+		if _, still := h.unsynced[w]; !still {
+			continue
+		}
+		k := catchUpKey{w.rng, w.opts, w.minRev}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], w)
+	}
+	return groups
 }
 
 // endCompacted ends the watchers whose next revision has been compacted
@@ -114,41 +145,54 @@ func (h *watchHub) endCompacted(ws []*watcher) bool {
 	return ended
 }
 
-// deliver sends w the events of evs in [w.minRev, upTo] that it watches, a
-// few whole revisions per response, and advances w.minRev past what was
-// sent. It reports whether w got everything up to upTo.
-func (h *watchHub) deliver(w *watcher, evs []*mvccpb.Event, upTo int64) bool {
+// deliver sends each watcher of g (a catch-up group) the events of evs in
+// [minRev, upTo] that they watch, a few whole revisions per response, and
+// advances each one's minRev past what it was sent. The responses are made
+// once for the group and their events encoded once. It returns the
+// watchers that got everything up to upTo.
+func (h *watchHub) deliver(g []*watcher, evs []*mvccpb.Event, upTo int64) []*watcher {
+	w0 := g[0]
+	var batches [][]*mvccpb.Event
 	var batch []*mvccpb.Event
-	flush := func() bool {
-		if len(batch) == 0 {
-			return true
-		}
-		last := batch[len(batch)-1].Kv.ModRevision
-		resp := WatchResponse{WatchID: w.id, Events: h.withPrevKV(w, batch), Revision: upTo}
-		if !h.trySend(w.stream, resp) {
-			return false
-		}
-		w.minRev = last + 1
-		batch = nil
-		return true
-	}
 	for _, ev := range evs {
 		rev := ev.Kv.ModRevision
-		if rev < w.minRev || !w.matches(ev.Kv.Key) || !w.opts.wants(ev) {
+		if rev < w0.minRev || !w0.matches(ev.Kv.Key) || !w0.opts.wants(ev) {
 			continue
 		}
 		if len(batch) >= maxEventsPerResponse && batch[len(batch)-1].Kv.ModRevision != rev {
-			if !flush() {
-				return false
-			}
+			batches = append(batches, batch)
+			batch = nil
 		}
 		batch = append(batch, ev)
 	}
-	if !flush() {
-		return false
+	if len(batch) > 0 {
+		batches = append(batches, batch)
 	}
-	w.minRev = max(w.minRev, upTo+1)
-	return true
+	if w0.opts.PrevKV {
+		for i, b := range batches {
+			batches[i] = h.withPrevKV(b)
+		}
+	}
+	encoded := make([]*EncodedEvents, len(batches))
+	for i, b := range batches {
+		encoded[i] = NewEncodedEvents(b)
+	}
+	var done []*watcher
+	for _, w := range g {
+		all := true
+		for i, b := range batches {
+			if !h.trySend(w.stream, WatchResponse{WatchID: w.id, Events: b, Revision: upTo, Encoded: encoded[i]}) {
+				all = false
+				break
+			}
+			w.minRev = b[len(b)-1].Kv.ModRevision + 1
+		}
+		if all {
+			w.minRev = max(w.minRev, upTo+1)
+			done = append(done, w)
+		}
+	}
+	return done
 }
 
 // history returns the events of revisions [from, to] in revision order, as
