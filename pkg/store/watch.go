@@ -335,13 +335,25 @@ type notification struct {
 	changes []*mvccpb.Event
 }
 
+// maxQueuedRevisions bounds the queue of revisions not yet handed to the
+// watchers: past it, a writer hands them over itself, so that a dispatch
+// loop short of CPU cannot let them pile up in memory.
+const maxQueuedRevisions = 10000
+
 // notify queues the changes of revision rev for the watchers. It runs at
 // the end of each write transaction, in revision order, and waits for
-// nothing but the queue.
+// nothing but the queue, unless the queue is full.
 func (h *watchHub) notify(rev int64, changes []*mvccpb.Event) {
 	h.qmu.Lock()
 	h.queue = append(h.queue, notification{rev, changes})
+	full := len(h.queue) >= maxQueuedRevisions
 	h.qmu.Unlock()
+	if full {
+		h.mu.Lock()
+		h.dispatchQueued()
+		h.mu.Unlock()
+		return
+	}
 	select {
 	case h.qwake <- struct{}{}:
 	default:

@@ -253,3 +253,57 @@ func TestWriteDoesNotWaitForTheWatchHub(t *testing.T) {
 		t.Errorf("progress after the put of revision 3: %+v", r)
 	}
 }
+
+// TestWatchQueueIsBounded: while the dispatch loop cannot run, writes
+// queue their revisions up to maxQueuedRevisions; the write after that
+// hands them over itself, so waits for the hub. Every revision then reaches
+// the watcher, in order.
+func TestWatchQueueIsBounded(t *testing.T) {
+	s := openTestStore(t)
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	ws.Watch(AutoWatchID, []byte("k"), []byte("l"), 0, WatchOptions{})
+	const puts = maxQueuedRevisions + 5
+	s.watch.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range puts {
+			if _, err := s.Put(&pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i%10), Value: []byte("v")}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.watch.qmu.Lock()
+		n := len(s.watch.queue)
+		s.watch.qmu.Unlock()
+		if n == maxQueuedRevisions {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.watch.mu.Unlock()
+			t.Fatalf("%d revisions queued, want %d", n, maxQueuedRevisions)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Error("the writes went on past a full queue")
+	default:
+	}
+	s.watch.mu.Unlock()
+	<-done
+	next := int64(2)
+	for next <= puts+1 {
+		r := nextResponse(t, ws)
+		for _, ev := range r.Events {
+			if ev.Kv.ModRevision != next {
+				t.Fatalf("event of revision %d, want %d", ev.Kv.ModRevision, next)
+			}
+			next++
+		}
+	}
+}
