@@ -276,12 +276,12 @@ func coalesce(batch []store.WatchResponse) []outgoing {
 // notification, or the end of a compacted watcher.
 func (w *watchStream) send(o outgoing) error {
 	r := o.r
+	w.mu.Lock()
+	fragment := w.fragment[r.WatchID]
+	w.mu.Unlock()
 	if o.enc != nil && r.CompactRevision == 0 {
 		// The events as the store encoded them once for every watcher
 		// that gets them, after this response's own header and ID.
-		w.mu.Lock()
-		fragment := w.fragment[r.WatchID]
-		w.mu.Unlock()
 		s := w.a.s
 		hdr := headerKey{s.ClusterID(), s.ID(), r.Revision, s.Term()}
 		if m, err := w.encoded(hdr, int64(r.WatchID), o.enc, o.more...); err == nil && (!fragment || m.EncodedSize() <= w.limit) {
@@ -301,9 +301,6 @@ func (w *watchStream) send(o outgoing) error {
 		w.mu.Unlock()
 		return w.sendRaw(resp)
 	}
-	w.mu.Lock()
-	fragment := w.fragment[r.WatchID]
-	w.mu.Unlock()
 	limit := w.limit
 	resp.Events = make([]*mvccpb.Event, len(r.Events))
 	copy(resp.Events, r.Events)

@@ -65,27 +65,15 @@ type WatchStream struct {
 }
 
 type watcher struct {
-	id       WatchID
-	stream   *WatchStream
-	key, end []byte
-	rng      watchRange // key and end as strings, for the hub's maps
-	opts     WatchOptions
+	id     WatchID
+	stream *WatchStream
+	rng    watchRange
+	opts   WatchOptions
 	// minRev is the next revision to deliver. For a synced watcher the hub
 	// has delivered everything up to its notifiedRev, so minRev only matters
 	// when it lies in the future.
 	minRev int64
 	synced bool
-}
-
-func (w *watcher) matches(key []byte) bool {
-	switch {
-	case len(w.end) == 0:
-		return bytes.Equal(key, w.key)
-	case isInfiniteEnd(w.end):
-		return bytes.Compare(key, w.key) >= 0
-	default:
-		return bytes.Compare(key, w.key) >= 0 && bytes.Compare(key, w.end) < 0
-	}
 }
 
 // watchHub delivers the store's changes to watchers. Synced watchers get
@@ -180,7 +168,7 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	} else if ws.watchers[id] != nil {
 		return 0, ErrDuplicateWatchID
 	}
-	w := &watcher{id: id, stream: ws, key: bytes.Clone(key), end: bytes.Clone(end), rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev}
+	w := &watcher{id: id, stream: ws, rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev}
 	if startRev == 0 {
 		// The revisions after the store's: a writer publishes its
 		// revision before it notifies (under mu), and the watcher must
@@ -256,7 +244,7 @@ func (ws *WatchStream) Close() {
 
 func (h *watchHub) addSynced(w *watcher) {
 	w.synced = true
-	if len(w.end) == 0 {
+	if w.rng.end == "" {
 		set := h.singles[w.rng.key]
 		if set == nil {
 			set = make(map[*watcher]struct{})
@@ -276,7 +264,7 @@ func (h *watchHub) addSynced(w *watcher) {
 
 func (h *watchHub) removeSynced(w *watcher) {
 	w.synced = false
-	if len(w.end) == 0 {
+	if w.rng.end == "" {
 		set := h.singles[w.rng.key]
 		delete(set, w)
 		if len(set) == 0 {
@@ -325,11 +313,16 @@ func (h *watchHub) poke() {
 	}
 }
 
-// watchRange is the range of a range watcher, [key, end).
+// watchRange is what a watcher watches: [key, end), every key from key on
+// when end is "\x00", or key alone when end is empty. Strings, so that it
+// keys the hub's maps as it is.
 type watchRange struct{ key, end string }
 
 func (r watchRange) matches(key []byte) bool {
-	if r.end == "\x00" { // isInfiniteEnd
+	switch r.end {
+	case "":
+		return string(key) == r.key
+	case "\x00": // isInfiniteEnd
 		return string(key) >= r.key
 	}
 	return string(key) >= r.key && string(key) < r.end

@@ -156,7 +156,7 @@ func (h *watchHub) deliver(g []*watcher, evs []*mvccpb.Event, upTo int64) []*wat
 	var batch []*mvccpb.Event
 	for _, ev := range evs {
 		rev := ev.Kv.ModRevision
-		if rev < w0.minRev || !w0.matches(ev.Kv.Key) || !w0.opts.wants(ev) {
+		if rev < w0.minRev || !w0.rng.matches(ev.Kv.Key) || !w0.opts.wants(ev) {
 			continue
 		}
 		if len(batch) >= maxEventsPerResponse && batch[len(batch)-1].Kv.ModRevision != rev {
