@@ -1,56 +1,68 @@
 package boltfile
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// compactTxBytes is how many bytes of keys and values one write
-// transaction of a compaction copies before it commits: it bounds the
-// memory of the pages a transaction holds dirty, and how much the file's
-// sync after each commit writes out (see CompactTo).
-const compactTxBytes = 16 << 20
+// More facts of the bbolt format, for writing a file: the page id a meta
+// page gives as its freelist when the freelist is not stored (bbolt
+// rebuilds it when it opens the file), and the fewest elements bbolt puts
+// in a page it splits off (elements that do not fit in one page overflow
+// into the pages after it).
+const (
+	boltNoFreelist     = ^uint64(0)
+	boltMinKeysPerPage = 2
+)
+
+// How CompactTo writes: through a buffer of compactBufferBytes, with a
+// sync of the file every compactSyncInterval bytes.
+const (
+	compactBufferBytes  = 1 << 20
+	compactSyncInterval = 4 << 20
+)
 
 // CompactTo copies every bucket of src, keys in order into full pages, to
 // a new bbolt file at dst (which must not exist), syncs it and closes it.
-// src is only read, through one read transaction: the copy is of one
-// point in time even if src is written meanwhile. A copy that did not
-// return nil must be thrown away: its transactions are not synced as they
-// commit. The file is synced after each commit instead, beside the copy of
-// the next transaction, and once more at the end: the dirty pages go out
-// some 16 MB at a time. Left to one sync at the end (or to bbolt's sync
-// each time the file grows), hundreds of megabytes went out at once, and
-// every fsync of the WAL of a member defragmenting online waited for them
-// (an ext4 journal commit writes out the data of all files first).
+// src is only read, through one read transaction: the copy is of one point
+// in time even if src is written meanwhile. A copy that did not return nil
+// must be thrown away.
+//
+// The copy writes the pages itself, one after the other, leaves first, in
+// bbolt's format: bbolt's own write path (a transaction's nodes, their
+// keys cloned, spilled and split into pages) allocated three times the
+// bytes it copied, and the garbage collections that caused, over a member's
+// whole heap, held up its requests for tens of milliseconds at a time
+// during an online defragmentation. Here the keys and values go from src's
+// mapped pages to the file without a copy in memory.
+//
+// The file is synced every compactSyncInterval bytes, beside the copy,
+// which waits for a sync only when the next one is due: an ext4 journal
+// commit (which every fsync of the WAL waits for) writes out the dirty data
+// of all files first, so the copy keeps few pages dirty. Left to one sync
+// at the end, hundreds of megabytes went out at once, and a member's writes
+// waited for them.
 func CompactTo(src *bolt.DB, dst string, mode os.FileMode) error {
 	stx, err := src.Begin(false)
 	if err != nil {
 		return fmt.Errorf("compact: read %s: %w", src.Path(), err)
 	}
 	defer stx.Rollback()
-	out, err := bolt.Open(dst, mode, &bolt.Options{NoSync: true, NoGrowSync: true, NoFreelistSync: true,
-		FreelistType: bolt.FreelistMapType, InitialMmapSize: int(stx.Size())})
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return fmt.Errorf("compact: create %s: %w", dst, err)
 	}
-	c := &compaction{out: out, syncs: make(chan struct{}, 1), synced: make(chan error, 1)}
-	go c.syncLoop()
-	err = stx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		return c.copyBucket([][]byte{name}, b)
-	})
-	if err == nil {
-		err = c.commit()
-	}
-	close(c.syncs)
-	if serr := <-c.synced; err == nil {
-		err = serr
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
+	w := newPageWriter(f, src.Info().PageSize)
+	err = w.copyDB(stx)
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -59,113 +71,343 @@ func CompactTo(src *bolt.DB, dst string, mode os.FileMode) error {
 	return nil
 }
 
-// compaction is the write side of CompactTo: one open transaction of the
-// copy, committed every compactTxBytes, and the file synced after each
-// commit by syncLoop.
-type compaction struct {
-	out   *bolt.DB
-	tx    *bolt.Tx
-	bytes int
-	// syncs asks syncLoop for a sync (closed at the end); synced has its
-	// first error, or nil, once syncs is closed.
-	syncs  chan struct{}
-	synced chan error
+// pageWriter writes a bbolt file front to back: pages 0 and 1 (the meta
+// pages) are left for last, every other page is written once, in the order
+// of its id.
+type pageWriter struct {
+	f        *os.File
+	out      *bufio.Writer
+	pageSize int
+	next     uint64 // the id of the next page written
+	unsynced int    // bytes written since the last sync was asked for
+	syncs    chan struct{}
+	synced   chan error
+	scratch  []byte
 }
 
-// syncLoop syncs the file each time it is asked to, until syncs closes.
-func (c *compaction) syncLoop() {
-	var err error
-	for range c.syncs {
-		if err == nil {
-			err = c.out.Sync()
+func newPageWriter(f *os.File, pageSize int) *pageWriter {
+	return &pageWriter{f: f, out: bufio.NewWriterSize(f, compactBufferBytes), pageSize: pageSize,
+		scratch: make([]byte, pageSize)}
+}
+
+// copyDB writes every bucket of tx, then the meta pages, and syncs the file.
+func (w *pageWriter) copyDB(tx *bolt.Tx) (err error) {
+	w.syncs, w.synced = make(chan struct{}), make(chan error, 1)
+	go w.syncLoop()
+	defer func() {
+		close(w.syncs)
+		if serr := <-w.synced; err == nil {
+			err = serr
+		}
+	}()
+	// Room for the meta pages, written at the end.
+	clear(w.scratch)
+	for range 2 {
+		if _, err := w.out.Write(w.scratch); err != nil {
+			return err
 		}
 	}
-	c.synced <- err
-}
-
-// bucket opens the bucket at path in the current transaction (creating
-// it, with its sequence, if seq is given), beginning one if needed.
-func (c *compaction) bucket(path [][]byte, create bool, seq uint64) (*bolt.Bucket, error) {
-	if c.tx == nil {
-		tx, err := c.out.Begin(true)
+	w.next = 2
+	root := newTreeWriter(w)
+	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		header, err := w.copyBucket(b)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("bucket %q: %w", name, err)
 		}
-		c.tx = tx
-	}
-	var b *bolt.Bucket
-	for i, name := range path {
-		var parent interface {
-			Bucket([]byte) *bolt.Bucket
-			CreateBucket([]byte) (*bolt.Bucket, error)
-		} = c.tx
-		if b != nil {
-			parent = b
-		}
-		next := parent.Bucket(name)
-		if next == nil && create && i == len(path)-1 {
-			var err error
-			if next, err = parent.CreateBucket(name); err != nil {
-				return nil, err
-			}
-			if err := next.SetSequence(seq); err != nil {
-				return nil, err
-			}
-		}
-		if next == nil {
-			return nil, fmt.Errorf("bucket %q is missing from the copy", path)
-		}
-		b = next
-	}
-	// Keys come in order and are never written again: fill every page.
-	b.FillPercent = 1.0
-	return b, nil
-}
-
-func (c *compaction) commit() error {
-	if c.tx == nil {
-		return nil
-	}
-	err := c.tx.Commit()
-	c.tx, c.bytes = nil, 0
-	select {
-	case c.syncs <- struct{}{}:
-	default: // a sync is asked for already; it writes out this commit too
-	}
-	return err
-}
-
-// copyBucket copies the bucket src, at path, and the buckets nested in it.
-func (c *compaction) copyBucket(path [][]byte, src *bolt.Bucket) error {
-	dst, err := c.bucket(path, true, src.Sequence())
+		return root.add(0, name, header, boltBucketLeafFlag)
+	})
 	if err != nil {
 		return err
 	}
-	cur := src.Cursor()
+	rootPage, err := root.finish()
+	if err != nil {
+		return err
+	}
+	if err := w.out.Flush(); err != nil {
+		return err
+	}
+	for id := range uint64(2) {
+		if _, err := w.f.WriteAt(w.metaPage(id, rootPage), int64(id)*int64(w.pageSize)); err != nil {
+			return err
+		}
+	}
+	return w.f.Sync()
+}
+
+// copyBucket writes the pages of bucket b and of the buckets nested in it,
+// and returns b's header: its root page and sequence, the value its parent
+// stores for it.
+func (w *pageWriter) copyBucket(b *bolt.Bucket) ([]byte, error) {
+	t := newTreeWriter(w)
+	cur := b.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		var err error
 		if v == nil { // a nested bucket
-			if err := c.copyBucket(append(path[:len(path):len(path)], k), src.Bucket(k)); err != nil {
-				return err
+			var header []byte
+			if header, err = w.copyBucket(b.Bucket(k)); err == nil {
+				err = t.add(0, k, header, boltBucketLeafFlag)
 			}
-			if dst, err = c.bucket(path, false, 0); err != nil {
-				return err
-			}
-			continue
+		} else {
+			// k and v point into src's pages, which stay mapped while
+			// its read transaction is open: t may keep them until it
+			// writes their page.
+			err = t.add(0, k, v, 0)
 		}
-		if c.bytes >= compactTxBytes {
-			if err := c.commit(); err != nil {
-				return err
-			}
-			if dst, err = c.bucket(path, false, 0); err != nil {
-				return err
-			}
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", k, err)
 		}
-		// k and v point into src's pages, which stay mapped while its
-		// read transaction is open, so the copy's Put may keep them.
-		if err := dst.Put(k, v); err != nil {
-			return fmt.Errorf("bucket %q key %q: %w", path, k, err)
+	}
+	if t.inline() {
+		// As bbolt keeps a small bucket: its page inside its header.
+		var header bytes.Buffer
+		header.Write(make([]byte, boltBucketHeader)) // root page 0: inline
+		if err := w.encodePage(&header, 0, 0, false, t.levels[0].filling.els); err != nil {
+			return nil, err
 		}
-		c.bytes += len(k) + len(v)
+		binary.LittleEndian.PutUint64(header.Bytes()[8:], b.Sequence())
+		return header.Bytes(), nil
+	}
+	root, err := t.finish()
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, boltBucketHeader)
+	binary.LittleEndian.PutUint64(header, root)
+	binary.LittleEndian.PutUint64(header[8:], b.Sequence())
+	return header, nil
+}
+
+// writePage writes the page of the elements els at the next id (with as
+// many overflow pages as it needs) and returns that id.
+func (w *pageWriter) writePage(branch bool, els []element, size int) (uint64, error) {
+	pages := (size + w.pageSize - 1) / w.pageSize
+	id := w.next
+	if err := w.encodePage(w.out, id, pages-1, branch, els); err != nil {
+		return 0, err
+	}
+	pad := w.scratch[:pages*w.pageSize-size]
+	clear(pad)
+	if _, err := w.out.Write(pad); err != nil {
+		return 0, err
+	}
+	w.next += uint64(pages)
+	w.unsynced += pages * w.pageSize
+	if w.unsynced >= compactSyncInterval {
+		w.unsynced = 0
+		if err := w.out.Flush(); err != nil {
+			return 0, err
+		}
+		// Waits for the sync before, if it still runs: the copy goes no
+		// faster than the disk takes it.
+		w.syncs <- struct{}{}
+	}
+	return id, nil
+}
+
+// encodePage writes page id, a branch or leaf page of els, to out: its
+// header, the elements' headers, their keys and values.
+func (w *pageWriter) encodePage(out io.Writer, id uint64, overflow int, branch bool, els []element) error {
+	if len(els) > 0xffff {
+		return errors.New("more elements than a page counts")
+	}
+	le := binary.LittleEndian
+	hdr := w.scratch[:boltPageHeaderSize]
+	le.PutUint64(hdr, id)
+	flags := uint16(boltLeafPageFlag)
+	if branch {
+		flags = boltBranchPageFlag
+	}
+	le.PutUint16(hdr[8:], flags)
+	le.PutUint16(hdr[10:], uint16(len(els)))
+	le.PutUint32(hdr[12:], uint32(overflow))
+	if _, err := out.Write(hdr); err != nil {
+		return err
+	}
+	// An element's pos counts from the element itself to its key.
+	pos := len(els) * boltElementSize
+	el := w.scratch[:boltElementSize]
+	for i, e := range els {
+		at := uint32(pos - i*boltElementSize)
+		if branch {
+			le.PutUint32(el, at)
+			le.PutUint32(el[4:], uint32(len(e.key)))
+			le.PutUint64(el[8:], e.page)
+		} else {
+			le.PutUint32(el, e.flags)
+			le.PutUint32(el[4:], at)
+			le.PutUint32(el[8:], uint32(len(e.key)))
+			le.PutUint32(el[12:], uint32(len(e.value)))
+		}
+		if _, err := out.Write(el); err != nil {
+			return err
+		}
+		pos += len(e.key) + len(e.value)
+	}
+	for _, e := range els {
+		if _, err := out.Write(e.key); err != nil {
+			return err
+		}
+		if _, err := out.Write(e.value); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// syncLoop syncs the file each time it is asked to, until syncs closes,
+// then sends its first error, or nil, on synced.
+func (w *pageWriter) syncLoop() {
+	var err error
+	for range w.syncs {
+		if err == nil {
+			err = w.f.Sync()
+		}
+	}
+	w.synced <- err
+}
+
+// metaPage is meta page id of the file, whose root bucket's tree is at
+// page root: every page written is in use, and the freelist is left to
+// bbolt to rebuild.
+func (w *pageWriter) metaPage(id, root uint64) []byte {
+	p := make([]byte, w.pageSize)
+	le := binary.LittleEndian
+	le.PutUint64(p, id)
+	le.PutUint16(p[8:], boltMetaPageFlag)
+	m := p[boltPageHeaderSize:]
+	le.PutUint32(m[0:], boltMagic)
+	le.PutUint32(m[4:], boltVersion)
+	le.PutUint32(m[8:], uint32(w.pageSize))
+	le.PutUint64(m[16:], root) // the root bucket: its page, sequence 0
+	le.PutUint64(m[32:], boltNoFreelist)
+	le.PutUint64(m[40:], w.next)
+	le.PutUint64(m[48:], id) // the transaction: bbolt reads the meta page of the higher one
+	h := fnv.New64a()
+	h.Write(m[:boltMetaChecksumAt])
+	le.PutUint64(m[boltMetaChecksumAt:], h.Sum64())
+	return p
+}
+
+// element is one element of a page being filled: a leaf's key and value
+// (flags say whether it is a nested bucket), or a branch's key and child.
+type element struct {
+	flags      uint32
+	key, value []byte
+	page       uint64
+}
+
+// treeWriter writes the b+tree of one bucket, its keys given in order:
+// levels[0] fills leaf pages; a page that is full is written, and its first
+// key and id go up to the branch level above, which fills and writes its
+// pages the same way. Like bbolt, which splits a node so that every page
+// holds at least boltMinKeysPerPage elements, a level holds its last full
+// page back until the page after it is full too: at the end, a last page
+// with fewer elements joins it.
+type treeWriter struct {
+	w      *pageWriter
+	levels []*treeLevel
+}
+
+type treeLevel struct {
+	filling, held page
+	written       bool // a page of this level was written
+}
+
+// page is the elements of a page and the bytes they take in it.
+type page struct {
+	els     []element
+	payload int
+}
+
+func (p *page) add(e element) {
+	p.els = append(p.els, e)
+	p.payload += boltElementSize + len(e.key) + len(e.value)
+}
+
+// size is the bytes of the page: its header and its elements.
+func (p *page) size() int { return boltPageHeaderSize + p.payload }
+
+func newTreeWriter(w *pageWriter) *treeWriter {
+	return &treeWriter{w: w, levels: []*treeLevel{{}}}
+}
+
+// add adds an element to level (0: the leaves).
+func (t *treeWriter) add(level int, key, value []byte, flags uint32) error {
+	return t.addElement(level, element{flags: flags, key: key, value: value})
+}
+
+func (t *treeWriter) addElement(level int, e element) error {
+	l := t.levels[level]
+	size := boltElementSize + len(e.key) + len(e.value)
+	if len(l.filling.els) >= boltMinKeysPerPage && l.filling.size()+size > t.w.pageSize {
+		if len(l.held.els) > 0 {
+			if err := t.writePage(level, &l.held); err != nil {
+				return err
+			}
+		}
+		l.held, l.filling = l.filling, l.held
+	}
+	l.filling.add(e)
+	return nil
+}
+
+// writePage writes p, a page of level, empties it and adds it to the
+// level above.
+func (t *treeWriter) writePage(level int, p *page) error {
+	id, err := t.w.writePage(level > 0, p.els, p.size())
+	if err != nil {
+		return err
+	}
+	first := p.els[0].key
+	p.els, p.payload = p.els[:0], 0
+	l := t.levels[level]
+	l.written = true
+	if level+1 == len(t.levels) {
+		t.levels = append(t.levels, &treeLevel{})
+	}
+	return t.addElement(level+1, element{key: first, page: id})
+}
+
+// inline reports whether the bucket fits in a quarter of a page, in one
+// leaf without nested buckets: bbolt stores such a bucket inside the
+// value its parent holds for it, with no page of its own.
+func (t *treeWriter) inline() bool {
+	l := t.levels[0]
+	if len(t.levels) > 1 || len(l.held.els) > 0 || l.filling.size() > t.w.pageSize/4 {
+		return false
+	}
+	for _, e := range l.filling.els {
+		if e.flags&boltBucketLeafFlag != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// finish writes the pages still being filled and returns the root page.
+func (t *treeWriter) finish() (uint64, error) {
+	for level := 0; ; level++ {
+		l := t.levels[level]
+		if len(l.held.els) == 0 && !l.written && level == len(t.levels)-1 {
+			// The top level fits in one page (an empty leaf, for an empty
+			// bucket): the root.
+			return t.w.writePage(level > 0, l.filling.els, l.filling.size())
+		}
+		if len(l.held.els) > 0 {
+			if len(l.filling.els) < boltMinKeysPerPage {
+				for _, e := range l.filling.els {
+					l.held.add(e)
+				}
+				l.filling = page{}
+			}
+			if err := t.writePage(level, &l.held); err != nil {
+				return 0, err
+			}
+		}
+		if len(l.filling.els) > 0 {
+			if err := t.writePage(level, &l.filling); err != nil {
+				return 0, err
+			}
+		}
+	}
 }
