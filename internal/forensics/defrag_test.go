@@ -13,8 +13,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
