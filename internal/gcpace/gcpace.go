@@ -49,13 +49,15 @@ type pacer struct {
 	live    []metrics.Sample
 }
 
+// minHeap is the smallest live heap Go paces from (its first collection
+// comes at 4 MB times GOGC/100).
+const minHeap = 4 << 20
+
 // percentFor is the GOGC percentage that leaves room bytes after a live
-// heap of live bytes, and never less than basePercent.
+// heap of live bytes, and never less than basePercent. Before the first
+// collection nothing has been found live: the pace is that of minHeap.
 func percentFor(live, room uint64) int {
-	if live == 0 {
-		live = 1
-	}
-	return max(basePercent, int(min(room*100/live, 1<<20)))
+	return max(basePercent, int(room*100/max(live, minHeap)))
 }
 
 // adjust sets the percentage for the live heap of the last collection;

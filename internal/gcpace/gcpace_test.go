@@ -16,7 +16,8 @@ func TestPercentFor(t *testing.T) {
 		{live: 16 << 20, room: 64 << 20, want: 400},
 		{live: 1 << 30, room: 64 << 20, want: 100}, // a large heap keeps Go's pace
 		{live: 64 << 20, room: 64 << 20, want: 100},
-		{live: 0, room: 64 << 20, want: 1 << 20}, // bounded, even before anything is live
+		{live: 0, room: 64 << 20, want: 1600},       // before the first collection: from 4 MB
+		{live: 1 << 20, room: 64 << 20, want: 1600}, // never from less than 4 MB
 	} {
 		if got := percentFor(c.live, c.room); got != c.want {
 			t.Errorf("percentFor(%d, %d) = %d, want %d", c.live, c.room, got, c.want)
@@ -33,7 +34,7 @@ func TestKeepRoomFollowsTheLiveHeap(t *testing.T) {
 	const room = 64 << 20
 	KeepRoom(room)
 	runtime.GC()
-	waitForGOGC(t, func(p uint64) bool { return p > 400 })
+	waitForGOGC(t, func(p uint64) bool { return p > 400 && p <= 1600 })
 
 	live := make([]byte, 4*room)
 	for i := range live {
