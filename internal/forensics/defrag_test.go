@@ -13,7 +13,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -93,12 +92,7 @@ func TestOfflineDefrag(t *testing.T) {
 // by page, is one real etcd 3.7.3 serves, with the same keys, and goes on
 // writing and defragmenting itself.
 func TestDefraggedDataDirServedByEtcd(t *testing.T) {
-	root := copyFixture(t)
-	dataDir := filepath.Join(t.TempDir(), "restored")
-	peer := testnet.FreeURL(t)
-	mustRun(t, "snapshot", "restore", filepath.Join(root, "snapshot.db"), "--data-dir", dataDir,
-		"--name", "r1", "--initial-cluster", "r1="+peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "restored")
-	disableAuth(t, dbPath(dataDir))
+	dataDir, peer := restoreFixtureSnapshot(t)
 	before := mustRun(t, "dump-db", "iterate-bucket", dataDir, "key", "--decode")
 	mustRun(t, "defrag", "--data-dir", dataDir)
 	if after := mustRun(t, "dump-db", "iterate-bucket", dataDir, "key", "--decode"); after != before {

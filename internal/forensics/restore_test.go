@@ -151,16 +151,25 @@ func v2Members(t *testing.T, data []byte) string {
 	return fmt.Sprintf("%v index %d", parts, st.CurrentIndex)
 }
 
+// restoreFixtureSnapshot restores the fixture snapshot with cairn into a new
+// data dir of member r1 (cluster token "restored") on a free peer URL, with
+// auth disabled, and returns the data dir and the peer URL.
+func restoreFixtureSnapshot(t *testing.T) (dataDir, peer string) {
+	t.Helper()
+	root := copyFixture(t)
+	dataDir = filepath.Join(t.TempDir(), "restored")
+	peer = testnet.FreeURL(t)
+	mustRun(t, "snapshot", "restore", filepath.Join(root, "snapshot.db"), "--data-dir", dataDir,
+		"--name", "r1", "--initial-cluster", "r1="+peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "restored")
+	disableAuth(t, dbPath(dataDir))
+	return dataDir, peer
+}
+
 // TestRestoredDataDirServedByEtcd is acceptance 2: the fixture
 // snapshot restored by cairn, real etcd 3.7.3 started on the result, and
 // its keys read back equal expected-get.json's.
 func TestRestoredDataDirServedByEtcd(t *testing.T) {
-	root := copyFixture(t)
-	dataDir := filepath.Join(t.TempDir(), "restored")
-	peer := testnet.FreeURL(t)
-	mustRun(t, "snapshot", "restore", filepath.Join(root, "snapshot.db"), "--data-dir", dataDir,
-		"--name", "r1", "--initial-cluster", "r1="+peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "restored")
-	disableAuth(t, dbPath(dataDir))
+	dataDir, peer := restoreFixtureSnapshot(t)
 	m := startEtcd(t, dataDir, "r1", peer, "restored")
 
 	var got, want struct {

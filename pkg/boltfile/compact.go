@@ -114,7 +114,7 @@ func (w *pageWriter) copyDB(tx *bolt.Tx) (err error) {
 		if err != nil {
 			return fmt.Errorf("bucket %q: %w", name, err)
 		}
-		return root.add(0, name, header, boltBucketLeafFlag)
+		return root.add(name, header, boltBucketLeafFlag)
 	})
 	if err != nil {
 		return err
@@ -145,44 +145,43 @@ func (w *pageWriter) copyBucket(b *bolt.Bucket) ([]byte, error) {
 		if v == nil { // a nested bucket
 			var header []byte
 			if header, err = w.copyBucket(b.Bucket(k)); err == nil {
-				err = t.add(0, k, header, boltBucketLeafFlag)
+				err = t.add(k, header, boltBucketLeafFlag)
 			}
 		} else {
 			// k and v point into src's pages, which stay mapped while
 			// its read transaction is open: t may keep them until it
 			// writes their page.
-			err = t.add(0, k, v, 0)
+			err = t.add(k, v, 0)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", k, err)
 		}
 	}
+	// The header: the root page, 0 for a bucket kept inline as bbolt keeps
+	// a small one (its page follows the header), and the sequence.
+	var root uint64
+	var inline bytes.Buffer
+	var err error
 	if t.inline() {
-		// As bbolt keeps a small bucket: its page inside its header.
-		var header bytes.Buffer
-		header.Write(make([]byte, boltBucketHeader)) // root page 0: inline
-		if err := w.encodePage(&header, 0, 0, false, t.levels[0].filling.els); err != nil {
-			return nil, err
-		}
-		binary.LittleEndian.PutUint64(header.Bytes()[8:], b.Sequence())
-		return header.Bytes(), nil
+		err = w.encodePage(&inline, 0, 0, false, t.levels[0].filling.els)
+	} else {
+		root, err = t.finish()
 	}
-	root, err := t.finish()
 	if err != nil {
 		return nil, err
 	}
-	header := make([]byte, boltBucketHeader)
-	binary.LittleEndian.PutUint64(header, root)
-	binary.LittleEndian.PutUint64(header[8:], b.Sequence())
-	return header, nil
+	header := binary.LittleEndian.AppendUint64(make([]byte, 0, boltBucketHeader+inline.Len()), root)
+	header = binary.LittleEndian.AppendUint64(header, b.Sequence())
+	return append(header, inline.Bytes()...), nil
 }
 
-// writePage writes the page of the elements els at the next id (with as
-// many overflow pages as it needs) and returns that id.
-func (w *pageWriter) writePage(branch bool, els []element, size int) (uint64, error) {
+// writePage writes page p at the next id (with as many overflow pages as
+// it needs) and returns that id.
+func (w *pageWriter) writePage(branch bool, p *page) (uint64, error) {
+	size := p.size()
 	pages := (size + w.pageSize - 1) / w.pageSize
 	id := w.next
-	if err := w.encodePage(w.out, id, pages-1, branch, els); err != nil {
+	if err := w.encodePage(w.out, id, pages-1, branch, p.els); err != nil {
 		return 0, err
 	}
 	pad := w.scratch[:pages*w.pageSize-size]
@@ -296,6 +295,9 @@ type element struct {
 	page       uint64
 }
 
+// size is the bytes e takes in its page: its header, key and value.
+func (e element) size() int { return boltElementSize + len(e.key) + len(e.value) }
+
 // treeWriter writes the b+tree of one bucket, its keys given in order:
 // levels[0] fills leaf pages; a page that is full is written, and its first
 // key and id go up to the branch level above, which fills and writes its
@@ -308,10 +310,9 @@ type treeWriter struct {
 	levels []*treeLevel
 }
 
-type treeLevel struct {
-	filling, held page
-	written       bool // a page of this level was written
-}
+// treeLevel is a level of the tree being written. A level above it exists
+// once it has written a page.
+type treeLevel struct{ filling, held page }
 
 // page is the elements of a page and the bytes they take in it.
 type page struct {
@@ -321,7 +322,7 @@ type page struct {
 
 func (p *page) add(e element) {
 	p.els = append(p.els, e)
-	p.payload += boltElementSize + len(e.key) + len(e.value)
+	p.payload += e.size()
 }
 
 // size is the bytes of the page: its header and its elements.
@@ -331,15 +332,14 @@ func newTreeWriter(w *pageWriter) *treeWriter {
 	return &treeWriter{w: w, levels: []*treeLevel{{}}}
 }
 
-// add adds an element to level (0: the leaves).
-func (t *treeWriter) add(level int, key, value []byte, flags uint32) error {
-	return t.addElement(level, element{flags: flags, key: key, value: value})
+// add adds an element to the leaves.
+func (t *treeWriter) add(key, value []byte, flags uint32) error {
+	return t.addElement(0, element{flags: flags, key: key, value: value})
 }
 
 func (t *treeWriter) addElement(level int, e element) error {
 	l := t.levels[level]
-	size := boltElementSize + len(e.key) + len(e.value)
-	if len(l.filling.els) >= boltMinKeysPerPage && l.filling.size()+size > t.w.pageSize {
+	if len(l.filling.els) >= boltMinKeysPerPage && l.filling.size()+e.size() > t.w.pageSize {
 		if len(l.held.els) > 0 {
 			if err := t.writePage(level, &l.held); err != nil {
 				return err
@@ -354,14 +354,12 @@ func (t *treeWriter) addElement(level int, e element) error {
 // writePage writes p, a page of level, empties it and adds it to the
 // level above.
 func (t *treeWriter) writePage(level int, p *page) error {
-	id, err := t.w.writePage(level > 0, p.els, p.size())
+	id, err := t.w.writePage(level > 0, p)
 	if err != nil {
 		return err
 	}
 	first := p.els[0].key
 	p.els, p.payload = p.els[:0], 0
-	l := t.levels[level]
-	l.written = true
 	if level+1 == len(t.levels) {
 		t.levels = append(t.levels, &treeLevel{})
 	}
@@ -388,10 +386,10 @@ func (t *treeWriter) inline() bool {
 func (t *treeWriter) finish() (uint64, error) {
 	for level := 0; ; level++ {
 		l := t.levels[level]
-		if len(l.held.els) == 0 && !l.written && level == len(t.levels)-1 {
-			// The top level fits in one page (an empty leaf, for an empty
-			// bucket): the root.
-			return t.w.writePage(level > 0, l.filling.els, l.filling.size())
+		if len(l.held.els) == 0 && level == len(t.levels)-1 {
+			// The top level has written no page and fits in one (an empty
+			// leaf, for an empty bucket): the root.
+			return t.w.writePage(level > 0, &l.filling)
 		}
 		if len(l.held.els) > 0 {
 			if len(l.filling.els) < boltMinKeysPerPage {
