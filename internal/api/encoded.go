@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -29,6 +30,9 @@ import (
 type encodedMessage struct {
 	b, tail []byte
 	tails   [][]byte // if set, the parts that follow b, in place of tail
+	// If set, b is *pooled, a buffer of rangeBuffers, to which gRPC gives
+	// it back once it has written the message.
+	pooled *[]byte
 	// What the codec hands to gRPC, held here so that a message is one
 	// allocation (*SliceBuffer is a Buffer that points into the message).
 	parts [2]mem.SliceBuffer
@@ -56,7 +60,11 @@ func newCodec() codec { return codec{proto: encoding.GetCodecV2("proto")} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(*encodedMessage); ok {
-		m.parts[0], m.bufs[0] = m.b, &m.parts[0]
+		if m.pooled != nil {
+			m.bufs[0] = mem.NewBuffer(m.pooled, rangeBuffers)
+		} else {
+			m.parts[0], m.bufs[0] = m.b, &m.parts[0]
+		}
 		if m.tails != nil {
 			bufs := make(mem.BufferSlice, 1, 1+len(m.tails))
 			bufs[0] = m.bufs[0]
@@ -112,19 +120,53 @@ func (k *kvServer) rangeEncoded(ctx context.Context, req *pb.RangeRequest) (any,
 	if !store.EncodedRangeOK(req) {
 		return k.Range(ctx, req)
 	}
+	buf := rangeBuffers.Get(0)
 	var b []byte
 	var rev int64
 	err := k.serveRange(ctx, req, func() (err error) {
-		b, rev, err = k.a.s.Store().RangeEncoded(req, nil)
+		b, rev, err = k.a.s.Store().RangeEncoded(req, (*buf)[:0])
 		return err
 	})
+	var hdr []byte
+	if err == nil {
+		hdr, err = proto.Marshal(k.a.header(rev))
+	}
 	if err != nil {
+		rangeBuffers.Put(buf)
 		return nil, err
 	}
-	hdr, err := proto.Marshal(k.a.header(rev))
-	if err != nil {
-		return nil, err
+	*buf = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), hdr) // RangeResponse.header
+	return &encodedMessage{b: *buf, pooled: buf}, nil
+}
+
+// rangeBuffers recycles the buffers of encoded range answers: the next
+// answer is built in the buffer of one gRPC has written. Without it, a
+// range gave the collector its answer's size in garbage: 3 MB for 10,000
+// key-values of 256 bytes, and a fifth of the member's CPU went to
+// collections under a load of such ranges.
+var rangeBuffers = &bufferPool{max: 16 << 20}
+
+// bufferPool is a mem.BufferPool of buffers of any capacity up to max;
+// larger ones (a range of a whole large keyspace) are left to the
+// collector rather than held.
+type bufferPool struct {
+	pool sync.Pool
+	max  int
+}
+
+// Get returns a buffer of length n, of whatever capacity it had.
+func (p *bufferPool) Get(n int) *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
 	}
-	b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), hdr) // RangeResponse.header
-	return &encodedMessage{b: b}, nil
+	b := make([]byte, n)
+	return &b
+}
+
+// Put gives b back for a later Get.
+func (p *bufferPool) Put(b *[]byte) {
+	if cap(*b) <= p.max {
+		p.pool.Put(b)
+	}
 }

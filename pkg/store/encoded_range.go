@@ -147,17 +147,12 @@ func grow(dst []byte, n int) []byte {
 // appendStoredKVs appends the stored KeyValue of each revision of mods,
 // read from the key bucket of rt: sized first, so that dst grows once.
 func appendStoredKVs(dst []byte, mods []Revision, rt *backend.ReadTx) ([]byte, error) {
-	br := rt.BucketReader(BucketKey)
-	vals := make([][]byte, len(mods))
+	vals, err := storedValues(len(mods), func(i int) Revision { return mods[i] }, rt)
+	if err != nil {
+		return dst, err
+	}
 	size := 0
-	revKey := make([]byte, 0, RevisionKeyLen)
-	for i, mod := range mods {
-		revKey = AppendRevisionKey(revKey[:0], mod, false)
-		v, ok := br.Get(revKey)
-		if !ok {
-			return dst, fmt.Errorf("revision %s missing from the backend", mod)
-		}
-		vals[i] = v // valid while rt is open
+	for _, v := range vals {
 		size += protowire.SizeTag(rangeResponseKvs) + protowire.SizeBytes(len(v))
 	}
 	dst = grow(dst, size)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cairnkv/cairn/pkg/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -78,26 +79,20 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 	// index, the view), then those bytes are copied into one block: a few
 	// allocations for the whole range, not three per key.
 	kvs := make([]mvccpb.KeyValue, len(kas))
-	var br *backend.BucketReader
-	revKey := make([]byte, 0, RevisionKeyLen)
+	var vals [][]byte
+	if !opts.KeysOnly {
+		if vals, err = storedValues(len(kas), func(i int) Revision { return kas[i].mod }, rt); err != nil {
+			return nil, fmt.Errorf("range %q at %d: %w", key, rev, err)
+		}
+	}
 	size := 0
 	for i := range kas {
 		ka, kv := &kas[i], &kvs[i]
 		if opts.KeysOnly {
 			// What etcd answers: the index's fields, no lease.
 			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.key, ka.created.Main, ka.mod.Main, ka.version
-		} else {
-			if br == nil {
-				br = rt.BucketReader(BucketKey)
-			}
-			revKey = AppendRevisionKey(revKey[:0], ka.mod, false)
-			v, ok := br.Get(revKey)
-			if !ok {
-				return nil, fmt.Errorf("range %q at %d: revision %s of key %q missing from the backend", key, rev, ka.mod, ka.key)
-			}
-			if err := decodeKeyValue(v, kv); err != nil {
-				return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
-			}
+		} else if err := decodeKeyValue(vals[i], kv); err != nil {
+			return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
 		}
 		size += len(kv.Key) + len(kv.Value)
 		res.KVs[i] = kv
@@ -115,4 +110,40 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 		kvs[i].Key, kvs[i].Value = own(kvs[i].Key), own(kvs[i].Value)
 	}
 	return res, nil
+}
+
+// storedValues returns the stored value of each of n revisions, rev(i)
+// the i-th, as vals[i], valid while rt is open. It looks them up in the
+// order the file holds them: the revisions of neighbouring keys can lie
+// anywhere in the file (keys written over time), and looked up in key
+// order each would be a search from the root ending on a page no search
+// touched before; in the file's order the searches go front to back, over
+// branch pages the search before left in the CPU's cache, and revisions
+// written together are the cursor's next.
+func storedValues(n int, rev func(i int) Revision, rt *backend.ReadTx) ([][]byte, error) {
+	type revAt struct {
+		rev Revision
+		i   int
+	}
+	order := make([]revAt, n)
+	inOrder := true
+	for i := range order {
+		order[i] = revAt{rev(i), i}
+		inOrder = inOrder && (i == 0 || order[i-1].rev.Compare(order[i].rev) < 0)
+	}
+	if !inOrder {
+		slices.SortFunc(order, func(a, b revAt) int { return a.rev.Compare(b.rev) })
+	}
+	br := rt.BucketReader(BucketKey)
+	vals := make([][]byte, n)
+	revKey := make([]byte, 0, RevisionKeyLen)
+	for _, o := range order {
+		revKey = AppendRevisionKey(revKey[:0], o.rev, false)
+		v, ok := br.Get(revKey)
+		if !ok {
+			return nil, fmt.Errorf("revision %s missing from the backend", o.rev)
+		}
+		vals[o.i] = v
+	}
+	return vals, nil
 }

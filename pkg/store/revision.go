@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 )
@@ -25,6 +26,15 @@ func (r Revision) GreaterThan(o Revision) bool {
 		return r.Main > o.Main
 	}
 	return r.Sub > o.Sub
+}
+
+// Compare returns -1, 0 or +1 as r is before, the same as, or after o: the
+// order of their keys in the backend.
+func (r Revision) Compare(o Revision) int {
+	if c := cmp.Compare(r.Main, o.Main); c != 0 {
+		return c
+	}
+	return cmp.Compare(r.Sub, o.Sub)
 }
 
 func (r Revision) String() string { return fmt.Sprintf("%d_%d", r.Main, r.Sub) }

@@ -14,7 +14,7 @@ import (
 func TestCountAllocatesNothingPerKey(t *testing.T) {
 	s := openTestStore(t)
 	const n = 200000
-	if err := loadKeys(s, n, 10000); err != nil {
+	if err := loadKeys(s, n, 10000, sequentialKeys); err != nil {
 		t.Fatal(err)
 	}
 	// Tombstones and a key re-created, which the count must skip or see.
