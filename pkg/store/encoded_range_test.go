@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -81,4 +82,55 @@ func TestRangeEncodedAnswersAsRange(t *testing.T) {
 			t.Errorf("%v: taken, but it needs the key-values decoded", req)
 		}
 	}
+}
+
+// TestLargeRangeFindsEveryValue: a range of more values than
+// parallelLookups, whose keys were written in a scattered order and
+// partly overwritten, some in the file and some still in the write
+// buffer, answers every key with its newest value, in key order, both
+// decoded and in its wire form.
+func TestLargeRangeFindsEveryValue(t *testing.T) {
+	s := openTestStore(t)
+	const n = 3 * parallelLookups
+	want := make([]string, n)
+	put := func(i int, v string) {
+		mustPut(t, s, fmt.Sprintf("key-%05d", i), v)
+		want[i] = v
+	}
+	for i := range n {
+		j := i * 7919 % n // every key once, neighbours far apart in revisions
+		put(j, fmt.Sprintf("first %d", j))
+	}
+	if err := s.Backend().ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < n; j += 3 { // in the buffer, not yet in the file
+		put(j, fmt.Sprintf("second %d", j))
+	}
+	req := &pb.RangeRequest{Key: []byte("key-"), RangeEnd: []byte("key.")}
+	check := func(how string, kvs []*mvccpb.KeyValue) {
+		t.Helper()
+		if len(kvs) != n {
+			t.Fatalf("%s: %d key-values, want %d", how, len(kvs), n)
+		}
+		for i, kv := range kvs {
+			if k := fmt.Sprintf("key-%05d", i); string(kv.Key) != k || string(kv.Value) != want[i] {
+				t.Fatalf("%s: key-value %d is %q = %q, want %q = %q", how, i, kv.Key, kv.Value, k, want[i])
+			}
+		}
+	}
+	resp, err := s.Range(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Range", resp.Kvs)
+	b, _, err := s.RangeEncoded(req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var encoded pb.RangeResponse
+	if err := proto.Unmarshal(b, &encoded); err != nil {
+		t.Fatal(err)
+	}
+	check("RangeEncoded", encoded.Kvs)
 }

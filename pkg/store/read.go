@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/cairnkv/cairn/pkg/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -119,7 +121,10 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 // order each would be a search from the root ending on a page no search
 // touched before; in the file's order the searches go front to back, over
 // branch pages the search before left in the CPU's cache, and revisions
-// written together are the cursor's next.
+// written together are the cursor's next. From parallelLookups values on,
+// two goroutines look up a half each (two cursors of the one read-only
+// bbolt transaction, which reads only the mapped file): the time goes to
+// waiting on memory, and the second core waits beside the first.
 func storedValues(n int, rev func(i int) Revision, rt *backend.ReadTx) ([][]byte, error) {
 	type revAt struct {
 		rev Revision
@@ -134,16 +139,31 @@ func storedValues(n int, rev func(i int) Revision, rt *backend.ReadTx) ([][]byte
 	if !inOrder {
 		slices.SortFunc(order, func(a, b revAt) int { return a.rev.Compare(b.rev) })
 	}
-	br := rt.BucketReader(BucketKey)
 	vals := make([][]byte, n)
-	revKey := make([]byte, 0, RevisionKeyLen)
-	for _, o := range order {
-		revKey = AppendRevisionKey(revKey[:0], o.rev, false)
-		v, ok := br.Get(revKey)
-		if !ok {
-			return nil, fmt.Errorf("revision %s missing from the backend", o.rev)
+	lookUp := func(order []revAt) error {
+		br := rt.BucketReader(BucketKey)
+		revKey := make([]byte, 0, RevisionKeyLen)
+		for _, o := range order {
+			revKey = AppendRevisionKey(revKey[:0], o.rev, false)
+			v, ok := br.Get(revKey)
+			if !ok {
+				return fmt.Errorf("revision %s missing from the backend", o.rev)
+			}
+			vals[o.i] = v
 		}
-		vals[o.i] = v
+		return nil
 	}
-	return vals, nil
+	if n < parallelLookups {
+		return vals, lookUp(order)
+	}
+	var second error
+	var wg sync.WaitGroup
+	wg.Go(func() { second = lookUp(order[n/2:]) })
+	first := lookUp(order[:n/2])
+	wg.Wait()
+	return vals, cmp.Or(first, second)
 }
+
+// parallelLookups is the number of values from which storedValues looks
+// them up on two goroutines, a half each.
+const parallelLookups = 2048
