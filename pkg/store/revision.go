@@ -20,14 +20,6 @@ const RevisionKeyLen = 17
 // tombstoneMark is appended to the revision key of a deletion.
 const tombstoneMark = 't'
 
-// GreaterThan reports whether r is after o.
-func (r Revision) GreaterThan(o Revision) bool {
-	if r.Main != o.Main {
-		return r.Main > o.Main
-	}
-	return r.Sub > o.Sub
-}
-
 // Compare returns -1, 0 or +1 as r is before, the same as, or after o: the
 // order of their keys in the backend.
 func (r Revision) Compare(o Revision) int {
