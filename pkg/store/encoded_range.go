@@ -64,12 +64,17 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 	var more bool
 	var total int
 	if req.KeysOnly {
-		var kas []keyAt
-		kas, total = s.index.rangeAt(req.Key, req.RangeEnd, rev, limit)
-		if more = req.Limit > 0 && int64(len(kas)) > req.Limit; more {
-			kas = kas[:req.Limit]
+		// Each key is encoded as the index walk reaches it, while its
+		// keyIndex and bytes are still cached.
+		taken, last := 0, 0
+		total = s.index.visitAt(req.Key, req.RangeEnd, rev, limit, func(ka keyAt) {
+			last = len(dst)
+			dst = appendKeyOnly(dst, &ka)
+			taken++
+		})
+		if more = req.Limit > 0 && int64(taken) > req.Limit; more {
+			dst = dst[:last]
 		}
-		dst = appendKeysOnly(dst, kas)
 	} else {
 		var mods []Revision
 		mods, total = s.index.modRevisionsAt(req.Key, req.RangeEnd, rev, limit)
@@ -95,39 +100,26 @@ func appendCount(dst []byte, count int64) []byte {
 	return protowire.AppendVarint(dst, uint64(count))
 }
 
-// appendKeysOnly appends the key-values of a keys-only range, from the
-// index alone: key, revisions and version, no lease, as etcd answers.
-func appendKeysOnly(dst []byte, kas []keyAt) []byte {
-	type field struct {
+// appendKeyOnly appends the key-value of ka in a keys-only range: its key,
+// create and mod revision and version, without its value or lease, as etcd
+// answers it.
+func appendKeyOnly(dst []byte, ka *keyAt) []byte {
+	fields := [...]struct {
 		num protowire.Number
 		v   int64
-	}
-	fields := func(ka *keyAt) [3]field {
-		return [...]field{{keyValueCreateRevision, ka.created.Main}, {keyValueModRevision, ka.mod.Main}, {keyValueVersion, ka.version}}
-	}
-	sizeOf := func(ka *keyAt) int {
-		n := protowire.SizeTag(keyValueKey) + protowire.SizeBytes(len(ka.key))
-		for _, f := range fields(ka) {
-			if f.v != 0 {
-				n += protowire.SizeTag(f.num) + protowire.SizeVarint(uint64(f.v))
-			}
+	}{{keyValueCreateRevision, ka.created.Main}, {keyValueModRevision, ka.mod.Main}, {keyValueVersion, ka.version}}
+	size := protowire.SizeTag(keyValueKey) + protowire.SizeBytes(len(ka.key))
+	for _, f := range fields {
+		if f.v != 0 {
+			size += protowire.SizeTag(f.num) + protowire.SizeVarint(uint64(f.v))
 		}
-		return n
 	}
-	total := 0
-	for i := range kas {
-		total += protowire.SizeTag(rangeResponseKvs) + protowire.SizeBytes(sizeOf(&kas[i]))
-	}
-	dst = grow(dst, total)
-	for i := range kas {
-		ka := &kas[i]
-		dst = protowire.AppendTag(dst, rangeResponseKvs, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(sizeOf(ka)))
-		dst = protowire.AppendBytes(protowire.AppendTag(dst, keyValueKey, protowire.BytesType), ka.key)
-		for _, f := range fields(ka) {
-			if f.v != 0 {
-				dst = protowire.AppendVarint(protowire.AppendTag(dst, f.num, protowire.VarintType), uint64(f.v))
-			}
+	dst = protowire.AppendTag(dst, rangeResponseKvs, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(size))
+	dst = protowire.AppendBytes(protowire.AppendTag(dst, keyValueKey, protowire.BytesType), ka.key)
+	for _, f := range fields {
+		if f.v != 0 {
+			dst = protowire.AppendVarint(protowire.AppendTag(dst, f.num, protowire.VarintType), uint64(f.v))
 		}
 	}
 	return dst

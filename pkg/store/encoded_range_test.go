@@ -134,3 +134,67 @@ func TestLargeRangeFindsEveryValue(t *testing.T) {
 	}
 	check("RangeEncoded", encoded.Kvs)
 }
+
+// TestRangeLimitsAcrossWarmBatches: the index hands out keys a batch of
+// warmBatch at a time; ranges whose limits fall before, on and after the
+// edges of those batches, over keys of which some do not exist at the
+// revision read, answer the keys a plain list of what was written gives,
+// with their count and whether there are more, decoded and encoded,
+// keys-only and with values.
+func TestRangeLimitsAcrossWarmBatches(t *testing.T) {
+	s := openTestStore(t)
+	const n = 3*warmBatch + 7
+	key := func(i int) string { return fmt.Sprintf("key-%03d", i) }
+	for i := range n {
+		mustPut(t, s, key(i), fmt.Sprintf("v%d", i))
+	}
+	deleted := func(i int) bool { return i%5 == 2 || (i > warmBatch && i < warmBatch+4) }
+	for i := range n {
+		if deleted(i) {
+			if _, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte(key(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := s.Rev()
+	mustPut(t, s, key(2), "back") // exists now, not at before
+	for _, rev := range []int64{0, before} {
+		var want []string
+		for i := range n {
+			if !deleted(i) || (rev == 0 && i == 2) {
+				want = append(want, key(i))
+			}
+		}
+		for _, limit := range []int{0, 1, warmBatch - 1, warmBatch, warmBatch + 1, 2 * warmBatch, len(want) - 1, len(want), len(want) + 1} {
+			for _, keysOnly := range []bool{false, true} {
+				req := &pb.RangeRequest{Key: []byte("key-"), RangeEnd: []byte("key."), Revision: rev, Limit: int64(limit), KeysOnly: keysOnly}
+				wantKeys, wantMore := want, false
+				if limit > 0 && limit < len(want) {
+					wantKeys, wantMore = want[:limit], true
+				}
+				resp, err := s.Range(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _, err := s.RangeEncoded(req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var encoded pb.RangeResponse
+				if err := proto.Unmarshal(b, &encoded); err != nil {
+					t.Fatal(err)
+				}
+				for how, got := range map[string]*pb.RangeResponse{"Range": resp, "RangeEncoded": &encoded} {
+					var keys []string
+					for _, kv := range got.Kvs {
+						keys = append(keys, string(kv.Key))
+					}
+					if fmt.Sprint(keys) != fmt.Sprint(wantKeys) || got.More != wantMore || got.Count != int64(len(want)) {
+						t.Errorf("%s rev %d limit %d keys-only %v: keys %v more %v count %d, want %v more %v count %d",
+							how, rev, limit, keysOnly, keys, got.More, got.Count, wantKeys, wantMore, len(want))
+					}
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 )
@@ -145,26 +146,82 @@ func (ti *treeIndex) modRevisionsAt(key, end []byte, atRev int64, limit int) (mo
 	return mods, total
 }
 
+// visitAt calls fn as visitAtLocked does.
+func (ti *treeIndex) visitAt(key, end []byte, atRev int64, limit int, fn func(keyAt)) (total int) {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	return ti.visitAtLocked(key, end, atRev, limit, fn)
+}
+
 // visitAtLocked calls fn with the state at atRev of each key in [key, end)
 // that exists then, for at most limit of them (0 for no limit), and
 // returns how many exist in all. ti.mu is held.
+//
+// The items are taken a batch at a time and their keyIndexes and keys
+// loaded by warm before any is read: in a large keyspace each is a cache
+// miss, and loads that do not depend on each other are waited for together.
 func (ti *treeIndex) visitAtLocked(key, end []byte, atRev int64, limit int, fn func(keyAt)) (total int) {
 	taken := 0
-	ti.visit(key, end, func(it indexItem) bool {
-		if limit > 0 && taken == limit {
-			if it.existsAt(atRev) {
+	var batch [warmBatch]indexItem
+	n := 0
+	take := func() {
+		warm(batch[:n])
+		for _, it := range batch[:n] {
+			if ka, ok := it.ki.at(atRev); ok {
+				fn(ka)
+				taken++
 				total++
 			}
-			return true
 		}
-		if ka, ok := it.ki.at(atRev); ok {
-			fn(ka)
-			taken++
-			total++
+		n = 0
+	}
+	ti.visit(key, end, func(it indexItem) bool {
+		if limit > 0 && taken+n >= limit {
+			if n > 0 {
+				take()
+			}
+			if taken == limit {
+				if it.existsAt(atRev) {
+					total++
+				}
+				return true
+			}
+		}
+		batch[n] = it
+		if n++; n == len(batch) {
+			take()
 		}
 		return true
 	})
+	take()
 	return total
+}
+
+// warmBatch is how many keys warm loads at once: enough to keep the
+// processor's outstanding misses busy, few enough to stay in its cache.
+const warmBatch = 32
+
+// warmed keeps warm's loads from being optimized away.
+var warmed atomic.Uintptr
+
+// warm loads the keyIndex of each item, then the first bytes of its newest
+// generation and of its key, so that reading them next finds them cached.
+func warm(items []indexItem) {
+	var sum uintptr
+	for i := range items {
+		sum += uintptr(len(items[i].ki.generations))
+	}
+	for i := range items {
+		ki := items[i].ki
+		g := &ki.generations[len(ki.generations)-1]
+		if len(g.revs) > 0 {
+			sum += uintptr(g.revs[len(g.revs)-1].Main)
+		}
+		if len(ki.key) > 0 {
+			sum += uintptr(ki.key[0])
+		}
+	}
+	warmed.Store(sum)
 }
 
 // countAt returns how many keys in [key, end) exist at atRev. It allocates
