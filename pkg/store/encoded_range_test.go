@@ -119,19 +119,8 @@ func TestLargeRangeFindsEveryValue(t *testing.T) {
 			}
 		}
 	}
-	resp, err := s.Range(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, encoded := rangeBothWays(t, s, req)
 	check("Range", resp.Kvs)
-	b, _, err := s.RangeEncoded(req, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var encoded pb.RangeResponse
-	if err := proto.Unmarshal(b, &encoded); err != nil {
-		t.Fatal(err)
-	}
 	check("RangeEncoded", encoded.Kvs)
 }
 
@@ -172,19 +161,8 @@ func TestRangeLimitsAcrossWarmBatches(t *testing.T) {
 				if limit > 0 && limit < len(want) {
 					wantKeys, wantMore = want[:limit], true
 				}
-				resp, err := s.Range(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _, err := s.RangeEncoded(req, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var encoded pb.RangeResponse
-				if err := proto.Unmarshal(b, &encoded); err != nil {
-					t.Fatal(err)
-				}
-				for how, got := range map[string]*pb.RangeResponse{"Range": resp, "RangeEncoded": &encoded} {
+				resp, encoded := rangeBothWays(t, s, req)
+				for how, got := range map[string]*pb.RangeResponse{"Range": resp, "RangeEncoded": encoded} {
 					var keys []string
 					for _, kv := range got.Kvs {
 						keys = append(keys, string(kv.Key))
@@ -197,4 +175,22 @@ func TestRangeLimitsAcrossWarmBatches(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rangeBothWays answers req with Range and with RangeEncoded, decoded.
+func rangeBothWays(t *testing.T, s *Store, req *pb.RangeRequest) (decoded, encoded *pb.RangeResponse) {
+	t.Helper()
+	decoded, err := s.Range(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := s.RangeEncoded(req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded = new(pb.RangeResponse)
+	if err := proto.Unmarshal(b, encoded); err != nil {
+		t.Fatal(err)
+	}
+	return decoded, encoded
 }
