@@ -394,3 +394,77 @@ func (m *member) waitLeader(timeout time.Duration) error {
 		time.Sleep(50 * time.Millisecond) // polling a condition
 	}
 }
+
+// memberID asks the member for its ID.
+func (m *member) memberID() (uint64, error) {
+	cli, err := m.client()
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, m.curl)
+	if err != nil {
+		return 0, err
+	}
+	return st.Header.MemberId, nil
+}
+
+// sendFailuresTo sums the messages the members other than v could not send
+// to v, whose ID is id (etcd_network_peer_sent_failures_total).
+func (c *cluster) sendFailuresTo(v *member, id uint64) (float64, error) {
+	prefix := fmt.Sprintf("etcd_network_peer_sent_failures_total{To=%q} ", fmt.Sprintf("%x", id))
+	var sum float64
+	for _, m := range c.members {
+		if m == v {
+			continue
+		}
+		resp, err := http.Get(m.curl + "/metrics")
+		if err != nil {
+			return 0, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.Lines(string(body)) {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				var n float64
+				if _, err := fmt.Sscan(rest, &n); err != nil {
+					return 0, fmt.Errorf("%s: %q: %w", m.name, line, err)
+				}
+				sum += n
+			}
+		}
+	}
+	return sum, nil
+}
+
+// waitSendsFail waits until the other members' count of messages they
+// could not send to v, which is down, has gone up twice since the call.
+// The leader's transport keeps what it queues for a peer until a
+// connection attempt takes it: the second failed attempt began after the
+// call, so nothing queued before it (the appends of a burst) is delivered
+// when v comes back, and v must catch up from what the leader holds now.
+func (c *cluster) waitSendsFail(v *member, id uint64) error {
+	last, err := c.sendFailuresTo(v, id)
+	if err != nil {
+		return err
+	}
+	rises := 0
+	for deadline := time.Now().Add(30 * time.Second); rises < 2; time.Sleep(20 * time.Millisecond) { // polling a condition
+		n, err := c.sendFailuresTo(v, id)
+		if err != nil {
+			return err
+		}
+		if n > last {
+			rises, last = rises+1, n
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the members did not fail to send to %s twice within 30s", v.name)
+		}
+	}
+	return nil
+}

@@ -218,6 +218,10 @@ func pickVictim(t *testing.T, c *cluster, st *stats, r int, rng *rand.Rand) *mem
 // its restart.
 func crashRound(t *testing.T, c *cluster, ld *load, p pointSpec, st *stats, r int, rng *rand.Rand) {
 	v := pickVictim(t, c, st, r, rng)
+	id, err := v.memberID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := v.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +229,9 @@ func crashRound(t *testing.T, c *cluster, ld *load, p pointSpec, st *stats, r in
 		// Three snapshots' worth: the leader's log no longer reaches back
 		// to where the victim stopped.
 		if err := ld.burst(3 * snapshotCount); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.waitSendsFail(v, id); err != nil {
 			t.Fatal(err)
 		}
 	}
