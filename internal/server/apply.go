@@ -396,6 +396,13 @@ func (s *Server) maybeSnapshot() error {
 	if !(due || s.snapshotForced) || s.appliedIndex <= s.snapshotIndex {
 		return nil
 	}
+	// A db received with a snapshot from the leader is as new as the
+	// leader's was when it sent it, which can be past the entries this
+	// member's log holds yet; raft takes no snapshot past its log (it
+	// panics), so this one waits until the log reaches the applied index.
+	if last, err := s.storage.LastIndex(); err != nil || s.appliedIndex > last {
+		return err
+	}
 	// The snapshot needs the db to hold what it covers; during a
 	// defragmentation that commit would hold up the apply loop, so the
 	// snapshot waits for a later entry.
@@ -457,7 +464,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.appliedIndex, s.appliedTerm = max(ci, index), term
 	s.snapshotIndex = index
 	s.confState = snap.GetMetadata().GetConfState()
-	s.log.Info("installed snapshot from the leader", "index", index, "revision", st.Rev())
+	s.log.Info("installed snapshot from the leader", "index", index, "consistent-index", ci, "revision", st.Rev())
 	return nil
 }
 
