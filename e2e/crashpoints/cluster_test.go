@@ -292,16 +292,21 @@ func (m *member) client() (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: []string{m.curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 
-// isLeader asks the member whether it leads.
-func (m *member) isLeader() (bool, error) {
+// status asks the member for its status.
+func (m *member) status() (*clientv3.StatusResponse, error) {
 	cli, err := m.client()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	st, err := cli.Status(ctx, m.curl)
+	return cli.Status(ctx, m.curl)
+}
+
+// isLeader asks the member whether it leads.
+func (m *member) isLeader() (bool, error) {
+	st, err := m.status()
 	if err != nil {
 		return false, err
 	}
@@ -397,14 +402,7 @@ func (m *member) waitLeader(timeout time.Duration) error {
 
 // memberID asks the member for its ID.
 func (m *member) memberID() (uint64, error) {
-	cli, err := m.client()
-	if err != nil {
-		return 0, err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	st, err := cli.Status(ctx, m.curl)
+	st, err := m.status()
 	if err != nil {
 		return 0, err
 	}
