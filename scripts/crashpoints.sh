@@ -37,6 +37,28 @@ if [ -n "$summary" ]; then
   cat "$OUT_DIR/summary.md"
 fi
 grep -E -- '^\s*--- FAIL' "$log" >&2
+if [ "$status" -ne 0 ]; then
+  # What each failure said, with what the log it quotes has of panics,
+  # errors and warnings, and its last lines: a CI log shows why a member
+  # died without the folder.
+  awk '
+    function flush(  i, k) {
+      if (head != "") {
+        print head
+        for (i = 1; i <= n; i++) if (i > n - 4 || (k < 8 && body[i] ~ /panic|fatal|"level":"(error|warn)"/)) { print body[i]; if (i <= n - 4) k++ }
+      }
+      head = ""; n = 0
+    }
+    /^ +crashpoints_test\.go:[0-9]+: / {
+      flush()
+      if ($0 !~ /: (seed |data directories|round [0-9]+: (m[0-9]+ (crashed at|back;|refused by raft)|killed )|m[0-9]+ log \(|summary:)/) head = $0
+      next
+    }
+    /^        / { if (head != "") body[++n] = $0; next }
+    { flush() }
+    END { flush() }
+  ' "$log" | cut -c1-300 >&2
+fi
 echo "crashpoints: took ${took}s (go test exit $status)" >&2
 if [ "$status" -eq 0 ] && [ "$KEEP" != 1 ]; then
   rm -rf "$OUT_DIR"/run-*
