@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/internal/cli/metrics"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
@@ -412,28 +413,21 @@ func (m *member) memberID() (uint64, error) {
 // sendFailuresTo sums the messages the members other than v could not send
 // to v, whose ID is id (etcd_network_peer_sent_failures_total).
 func (c *cluster) sendFailuresTo(v *member, id uint64) (float64, error) {
-	prefix := fmt.Sprintf("etcd_network_peer_sent_failures_total{To=%q} ", fmt.Sprintf("%x", id))
+	to := fmt.Sprintf("%x", id)
 	var sum float64
 	for _, m := range c.members {
 		if m == v {
 			continue
 		}
-		resp, err := http.Get(m.curl + "/metrics")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		samples, err := metrics.NewReader(m.curl, nil, 3*time.Second).Samples(ctx, "etcd_network_peer_sent_failures_total")
+		cancel()
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%s: %w", m.name, err)
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		for line := range strings.Lines(string(body)) {
-			if rest, ok := strings.CutPrefix(line, prefix); ok {
-				var n float64
-				if _, err := fmt.Sscan(rest, &n); err != nil {
-					return 0, fmt.Errorf("%s: %q: %w", m.name, line, err)
-				}
-				sum += n
+		for _, s := range samples {
+			if s.Labels["To"] == to {
+				sum += s.Value
 			}
 		}
 	}
