@@ -106,26 +106,19 @@ func (r *watchBenchResult) PrintSimple(p *printer.Printer) {
 
 func (r *watchBenchResult) JSONValue(*printer.Printer) any { return r }
 
-// watchBenchStream is one watch stream of the benchmark.
-type watchBenchStream struct {
-	stream pb.Watch_WatchClient
-}
-
 func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	streams := make([]*watchBenchStream, w.streams)
+	streams := make([]*watchFrameStream, w.streams)
 	for i := range streams {
 		c := s.clientFor(i)
 		conn, err := c.ForEndpoint(c.Endpoints()[0])
 		if err != nil {
 			return err
 		}
-		st, err := pb.NewWatchClient(conn).Watch(ctx)
-		if err != nil {
+		if streams[i], err = openWatchFrameStream(ctx, conn); err != nil {
 			return fmt.Errorf("open watch stream: %w", err)
 		}
-		streams[i] = &watchBenchStream{stream: st}
 	}
 
 	// Phase 1: create the watchers, each stream one after the other.
@@ -149,18 +142,18 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 				cr = &pb.WatchCreateRequest{Key: prefix, RangeEnd: prefixEnd}
 			}
 			create := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: cr}}
-			if err := st.stream.Send(create); err != nil {
+			if err := st.send(create); err != nil {
 				return err
 			}
 			for {
-				resp, err := st.stream.Recv()
+				resp, err := st.recv()
 				if err != nil {
 					return err
 				}
-				if resp.GetCanceled() {
-					return fmt.Errorf("watch refused: %s", resp.GetCancelReason())
+				if resp.canceled {
+					return fmt.Errorf("watch refused: %s", resp.cancelReason)
 				}
-				if resp.GetCreated() {
+				if resp.created {
 					keyMu.Lock()
 					if prefix != nil {
 						prefixWatchers++
@@ -189,7 +182,7 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	events := newEventCollector(expected)
 	var receivers sync.WaitGroup
 	for _, st := range streams {
-		receivers.Go(func() { events.receive(st.stream) })
+		receivers.Go(func() { events.receive(st, expected/len(streams)) })
 	}
 	value := loadgen.RandomValue(w.valSize)
 	keys := loadgen.Keys{Size: w.keys.Size, Space: w.keys.Space, Sequential: true}
@@ -244,7 +237,7 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 // stream and says when all expected events have arrived.
 type eventCollector struct {
 	mu        sync.Mutex
-	latencies []time.Duration
+	latencies [][]time.Duration // of each stream whose receive has returned
 	last      time.Time
 	expected  atomic.Int64
 	received  atomic.Int64
@@ -265,42 +258,42 @@ func (e *eventCollector) expect(delta int) {
 	}
 }
 
-// receive records the events of one stream until it ends.
-func (e *eventCollector) receive(stream pb.Watch_WatchClient) {
+// receive records the events of one stream, about expected of them, until
+// it ends. The latencies stay with the stream until then: the receivers
+// share nothing but two counters while the events arrive.
+func (e *eventCollector) receive(stream *watchFrameStream, expected int) {
+	lats := make([]time.Duration, 0, expected)
+	var last time.Time
 	for {
-		resp, err := stream.Recv()
+		resp, err := stream.recv()
 		if err != nil {
-			return
+			break
 		}
-		now := time.Now()
-		var lats []time.Duration
-		for _, ev := range resp.GetEvents() {
-			v := ev.GetKv().GetValue()
-			if len(v) < 8 {
-				continue
-			}
-			sent := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
-			lats = append(lats, now.Sub(sent))
-		}
-		if len(lats) == 0 {
+		if len(resp.sent) == 0 {
 			continue
 		}
-		e.mu.Lock()
-		e.latencies = append(e.latencies, lats...)
-		e.last = now
-		e.mu.Unlock()
-		if e.received.Add(int64(len(lats))) >= e.expected.Load() {
+		last = time.Now()
+		for _, sent := range resp.sent {
+			lats = append(lats, last.Sub(time.Unix(0, sent)))
+		}
+		if e.received.Add(int64(len(resp.sent))) >= e.expected.Load() {
 			e.closeOnce.Do(func() { close(e.complete) })
 		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.latencies = append(e.latencies, lats)
+	if last.After(e.last) {
+		e.last = last
 	}
 }
 
 // result is the delivery latencies, measured from the first put to the
-// last event.
+// last event. Every receive must have returned.
 func (e *eventCollector) result(start time.Time) *loadgen.Result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	res := &loadgen.Result{Latencies: slices.Clone(e.latencies), Errors: map[string]int{}}
+	res := &loadgen.Result{Latencies: slices.Concat(e.latencies...), Errors: map[string]int{}}
 	slices.Sort(res.Latencies)
 	if !e.last.IsZero() {
 		res.Elapsed = e.last.Sub(start)
