@@ -605,8 +605,8 @@ func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error 
 			p.sendFailures.Add(int64(len(batch)))
 			return err
 		}
-		if !p.active {
-			p.active = true // the request body is being read: connected
+		if !p.active && len(batch) > 0 {
+			p.active = true // the request body was read: connected
 			p.t.Log.Info("peer became active", "peer-id", fmt.Sprintf("%x", p.id))
 		}
 		clear(batch) // let the messages be collected

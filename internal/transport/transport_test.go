@@ -116,6 +116,24 @@ func TestMessagesThatCannotBeQueuedAreCounted(t *testing.T) {
 	}
 }
 
+// TestUnreachablePeerIsNeverActive: a stream to a peer that cannot be
+// reached, with nothing to send, is not taken for a connection (it was once
+// logged as "peer became active", then lost, on every attempt).
+func TestUnreachablePeerIsNeverActive(t *testing.T) {
+	from := newRecorder()
+	send := New(7, 1, from, nil, NewClient(nil, nil), slog.New(slog.DiscardHandler))
+	defer send.Stop()
+	send.AddPeer(2, []string{"http://127.0.0.1:1"})
+	waitFor(t, "two attempts to reach the peer", func() bool {
+		from.mu.Lock()
+		defer from.mu.Unlock()
+		return from.unreachable >= 2
+	})
+	if peers, _ := send.Counts(); len(peers) != 1 || peers[0].Disconnects != 0 {
+		t.Errorf("counts %+v; want no disconnects from a peer never reached", peers)
+	}
+}
+
 // TestRemovedMemberIsTold: a peer that refuses a member's messages because
 // the member was removed answers 410, and the member's Raft is told (it may
 // never see the entry that removed it).
