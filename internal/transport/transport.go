@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -548,15 +549,16 @@ func (p *peer) run() {
 		}
 		pr, pw := io.Pipe()
 		ended := make(chan error, 1)
+		connected := make(chan struct{}, 1)
 		go func() {
-			err := p.post(PathMessages, pr)
+			err := p.post(PathMessages, pr, connected)
 			pr.CloseWithError(errStreamEnded)
 			if err == nil {
 				err = errStreamEnded
 			}
 			ended <- err
 		}()
-		err := p.stream(pw, &buf, ended)
+		err := p.stream(pw, &buf, ended, connected)
 		pw.CloseWithError(err)
 		if err == errPeerStopped {
 			return
@@ -585,8 +587,9 @@ var (
 
 // stream writes what is queued into an open request body, coalesced, in
 // as few writes as the size of the batch allows, until the peer is stopped,
-// the request ends (ended) or a write fails.
-func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error {
+// the request ends (ended) or a write fails. The stream is active from when
+// its request's headers were written to a connection (connected).
+func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error, connected <-chan struct{}) error {
 	select { // messages may have waited for this stream
 	case p.wake <- struct{}{}:
 	default:
@@ -598,16 +601,16 @@ func (p *peer) stream(w io.Writer, buf *bytes.Buffer, ended <-chan error) error 
 			return errPeerStopped
 		case err := <-ended:
 			return err
+		case <-connected:
+			p.active = true
+			p.t.Log.Info("peer became active", "peer-id", fmt.Sprintf("%x", p.id))
+			continue
 		case <-p.wake:
 		}
 		batch = p.take(batch)
 		if err := p.write(w, buf, coalesce(batch)); err != nil {
 			p.sendFailures.Add(int64(len(batch)))
 			return err
-		}
-		if !p.active && len(batch) > 0 {
-			p.active = true // the request body was read: connected
-			p.t.Log.Info("peer became active", "peer-id", fmt.Sprintf("%x", p.id))
 		}
 		clear(batch) // let the messages be collected
 	}
@@ -649,7 +652,9 @@ func appendFrame(buf *bytes.Buffer, m *raftpb.Message) error {
 	return nil
 }
 
-func (p *peer) post(path string, body io.Reader) error {
+// post sends body to the peer's path; connected, if not nil, is told
+// when the request's headers have been written to a connection.
+func (p *peer) post(path string, body io.Reader, connected chan<- struct{}) error {
 	u := p.url()
 	if u == "" {
 		return errors.New("peer has no URL")
@@ -665,7 +670,18 @@ func (p *peer) post(path string, body io.Reader) error {
 		case <-ctx.Done():
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+path, body)
+	reqCtx := ctx
+	if connected != nil {
+		reqCtx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteHeaders: func() {
+				select {
+				case connected <- struct{}{}:
+				default:
+				}
+			},
+		})
+	}
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, u+path, body)
 	if err != nil {
 		return err
 	}
@@ -744,7 +760,7 @@ func (p *peer) sendSnapshot(m *raftpb.Message) {
 	body := io.MultiReader(bytes.NewReader(lenBuf[:]), bytes.NewReader(data), db)
 	p.snapshotsOpen.Add(1)
 	start := time.Now()
-	err = p.post(PathSnapshot, body)
+	err = p.post(PathSnapshot, body, nil)
 	p.snapshotsOpen.Add(-1)
 	if err != nil {
 		p.t.Log.Warn("sending snapshot failed", "peer", fmt.Sprintf("%x", p.id), "err", err)
