@@ -468,8 +468,8 @@ type peer struct {
 	qmu    sync.Mutex
 	queued []*raftpb.Message
 	wake   chan struct{} // has a value when queued may be non-empty
-	// active: the current stream has carried messages (run's goroutine
-	// only), so that its loss is logged once.
+	// active: the current stream's request reached the peer over a
+	// connection (run's goroutine only), so that its loss is logged once.
 	active bool
 	done   chan struct{}
 	once   sync.Once

@@ -56,10 +56,11 @@ func (r *recorder) ReportUnreachable(uint64) {
 func (r *recorder) ReportSnapshot(uint64, bool) {}
 func (r *recorder) Removed()                    { r.removed <- struct{}{} }
 
-func (r *recorder) sawUnreachable() bool {
+// unreachables is how many times the peer was reported unreachable.
+func (r *recorder) unreachables() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.unreachable > 0
+	return r.unreachable
 }
 
 func msg(to uint64, typ raftpb.MessageType) *raftpb.Message {
@@ -124,11 +125,7 @@ func TestUnreachablePeerIsNeverActive(t *testing.T) {
 	send := New(7, 1, from, nil, NewClient(nil, nil), slog.New(slog.DiscardHandler))
 	defer send.Stop()
 	send.AddPeer(2, []string{"http://127.0.0.1:1"})
-	waitFor(t, "two attempts to reach the peer", func() bool {
-		from.mu.Lock()
-		defer from.mu.Unlock()
-		return from.unreachable >= 2
-	})
+	waitFor(t, "two attempts to reach the peer", func() bool { return from.unreachables() >= 2 })
 	if peers, _ := send.Counts(); len(peers) != 1 || peers[0].Disconnects != 0 {
 		t.Errorf("counts %+v; want no disconnects from a peer never reached", peers)
 	}
