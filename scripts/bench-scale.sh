@@ -49,6 +49,10 @@ RANGES=${RANGES:-50}
 TXN_OPS=${TXN_OPS:-10}
 DEFRAG_RATE=${DEFRAG_RATE:-500}
 ONLY=${ONLY:-}
+if [[ -n $ONLY && $ONLY != defrag ]]; then
+  echo "ONLY=$ONLY: the one step that runs alone is defrag" >&2
+  exit 2
+fi
 FULL=${FULL:-8}
 # The keys are those of etcd's benchmark tool: 8 bytes, the varint of the
 # key's number, zero-padded. Of the first 1,000,000, [LO, HI) holds exactly
@@ -118,8 +122,7 @@ db_sizes() {
 # defragments while a put load runs at DEFRAG_RATE; keeps KIND-defrag.ROUND.json
 # (seconds, sizes) and KIND-defrag-puts.ROUND.json (the load's result).
 defrag() {
-  local round=$1 kind=$2 rev before start took load
-  local first
+  local round=$1 kind=$2 rev before start took load first
   # In 8 deletes: one of 1,250,000 keys (KEYS=2500000) runs past etcd's
   # request timeout.
   for first in 80 88 90 98 a0 a8 b0 b8; do
