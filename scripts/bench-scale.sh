@@ -154,22 +154,19 @@ measure_round() {
     txn-put --txn-ops "$TXN_OPS" --key-size 8 --val-size 256 --sequential-keys --key-space-size "$KEYS" \
     >"$RESULTS/$kind-load.$round.json"
   log "  loaded $KEYS keys in $((SECONDS - start)) s; $(count_of "${ALL[@]}") counted, $(count_of "$LO" "$HI") in the 10,000-key range"
-  if [[ $ONLY == defrag ]]; then
-    defrag "$round" "$kind"
-    stop_servers
-    return
+  if [[ $ONLY != defrag ]]; then
+    sleep 1 # the last batch commits
+    rss "$kind-rss-load" "$round"
+    sleep 9 # at rest: a duration, nothing to wait for
+    rss "$kind-rss-rest" "$round"
+    bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
+    bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
+    bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
+    rss "$kind-rss-after" "$round"
+    restart "$round" "$kind" KILL restart-kill
+    restart "$round" "$kind" TERM restart-term
+    full_ranges "$round" "$kind"
   fi
-  sleep 1 # the last batch commits
-  rss "$kind-rss-load" "$round"
-  sleep 9 # at rest: a duration, nothing to wait for
-  rss "$kind-rss-rest" "$round"
-  bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
-  bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
-  bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
-  rss "$kind-rss-after" "$round"
-  restart "$round" "$kind" KILL restart-kill
-  restart "$round" "$kind" TERM restart-term
-  full_ranges "$round" "$kind"
   defrag "$round" "$kind"
   stop_servers
 }
