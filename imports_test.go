@@ -44,6 +44,8 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/wait", "internal", "waiting by ID or index is generic"},
 	{"internal/wait", "pkg", "waiting by ID or index is generic"},
 	{"internal/leaderwatch", "internal", "the leader watch is generic"},
+	{"internal/raftnode", "internal", "the raft node is raft's RawNode made safe for many goroutines, nothing of etcd"},
+	{"internal/raftnode", "pkg", "the raft node is raft's RawNode made safe for many goroutines, nothing of etcd"},
 	{"internal/leaderwatch", "pkg", "the leader watch is generic"},
 	{"internal/clusterversion", "internal/server", "the cluster version rules are driven by the server through an interface"},
 	{"internal/clusterversion", "internal/api", "the cluster version rules are driven by the server through an interface"},

@@ -143,15 +143,6 @@ func (a *API) guard(ctx context.Context, method string, req any) (context.Contex
 	return ctx, err
 }
 
-// unaryAuth is the unary interceptor of every service.
-func (a *API) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, err := a.guard(ctx, info.FullMethod, req)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	return handler(ctx, req)
-}
-
 // streamAuth is the stream interceptor of every service.
 func (a *API) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, err := a.guard(ss.Context(), info.FullMethod, nil)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 )
 
@@ -70,20 +69,17 @@ func (a *API) filterHTTP(h http.Handler) http.Handler {
 	})
 }
 
-// unaryWarnSlow logs the unary requests that take longer than
+// warnIfSlow logs a unary request begun at start that took longer than
 // --warning-unary-request-duration.
-func (a *API) unaryWarnSlow(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := time.Now()
-	resp, err := handler(ctx, req)
+func (a *API) warnIfSlow(ctx context.Context, method string, start time.Time) {
 	if took := time.Since(start); took > a.s.Config().WarningUnaryRequestDuration {
 		remote := ""
 		if p, ok := peer.FromContext(ctx); ok {
 			remote = p.Addr.String()
 		}
-		a.log.Warn("request stats", "start time", start, "time spent", took.String(), "remote", remote, "method", info.FullMethod,
+		a.log.Warn("request stats", "start time", start, "time spent", took.String(), "remote", remote, "method", method,
 			"expected-duration", a.s.Config().WarningUnaryRequestDuration.String())
 	}
-	return resp, err
 }
 
 // keepAliveInterval is --grpc-keepalive-interval for gRPC, where 0 would

@@ -29,11 +29,12 @@ func requiresLeader(ctx context.Context) bool {
 	return false
 }
 
-func (a *API) unaryRequireLeader(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// checkLeader refuses a request that requires a leader while there is none.
+func (a *API) checkLeader(ctx context.Context) error {
 	if a.s.Leader() == 0 && requiresLeader(ctx) {
-		return nil, rpctypes.ErrGRPCNoLeader
+		return rpctypes.ErrGRPCNoLeader
 	}
-	return handler(ctx, req)
+	return nil
 }
 
 // errLeaderLost is the cause of a require-leader stream's cancellation.

@@ -28,13 +28,6 @@ func (a *API) waitReady(ctx context.Context) error {
 	}
 }
 
-func (a *API) unaryWaitReady(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := a.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	return handler(ctx, req)
-}
-
 func (a *API) streamWaitReady(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if err := a.waitReady(ss.Context()); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.etcd.io/raft/v3"
+	"github.com/cairnkv/cairn/internal/raftnode"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -148,9 +148,9 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
 	ch := s.waiters.Register(id, proposal{})
-	if err := s.node.ProposeConfChange(ctx, cc); err != nil {
+	if err := s.node.ProposeConfChange(cc); err != nil {
 		s.waiters.Cancel(id)
-		return s.proposeError(ctx, err)
+		return s.proposeError(err)
 	}
 	select {
 	case res := <-ch:
@@ -222,8 +222,8 @@ func (s *Server) join() error {
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
-	s.node = raft.RestartNode(s.raftConfig())
-	return nil
+	s.node, err = raftnode.Restart(s.raftConfig())
+	return err
 }
 
 func (s *Server) fetchClusterInfo(peerURL string) (*clusterInfo, error) {
@@ -260,7 +260,7 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	s.node.TransferLeadership(ctx, s.id, target)
+	s.node.TransferLeadership(target)
 	t := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for s.leaderID.Load() != target {

@@ -80,12 +80,11 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (ap
 		s.proposalsFailed.Add(1)
 		return applyResult{}, ErrNoLeader
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
-	defer cancel()
+	timeout := s.deadlines.After(s.requestTimeout())
 	ch := s.waiters.Register(id, proposal{req, data})
-	if err := s.node.Propose(ctx, data); err != nil {
+	if err := s.node.Propose(data); err != nil {
 		s.waiters.Cancel(id)
-		return applyResult{}, s.proposeError(ctx, err)
+		return applyResult{}, s.proposeError(err)
 	}
 	select {
 	case res := <-ch:
@@ -93,6 +92,10 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (ap
 	case <-ctx.Done():
 		s.waiters.Cancel(id)
 		return applyResult{}, s.waitError(ctx)
+	case <-timeout:
+		s.waiters.Cancel(id)
+		s.proposalsFailed.Add(1)
+		return applyResult{}, ErrTimeout
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
 	}
@@ -111,17 +114,10 @@ func (s *Server) waitError(ctx context.Context) error {
 // proposeError turns a proposal that raft did not take (err from
 // node.Propose) into etcd's error. ErrNoLeader says it was not proposed, so
 // a client may send it elsewhere.
-func (s *Server) proposeError(ctx context.Context, err error) error {
+func (s *Server) proposeError(err error) error {
 	s.proposalsFailed.Add(1)
-	switch {
-	case errors.Is(err, raft.ErrProposalDropped) || s.leaderID.Load() == 0:
+	if errors.Is(err, raft.ErrProposalDropped) || s.leaderID.Load() == 0 {
 		return ErrNoLeader
-	case errors.Is(err, context.DeadlineExceeded):
-		return ErrTimeout
-	case errors.Is(err, context.Canceled):
-		return ctx.Err()
-	case errors.Is(err, raft.ErrStopped):
-		return ErrStopped
 	}
 	return err
 }
@@ -196,15 +192,8 @@ func (s *Server) readIndex(seq uint64) error {
 	defer timeout.Stop()
 	retry := time.NewTicker(s.cfg.ElectionTimeout / 2)
 	defer retry.Stop()
-	send := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ElectionTimeout)
-		defer cancel()
-		return s.node.ReadIndex(ctx, rctx)
-	}
 	changed := s.leaderless.Changed()
-	if err := send(); err != nil {
-		return s.proposeError(context.Background(), err)
-	}
+	s.node.ReadIndex(rctx)
 	for {
 		select {
 		case <-changed:
@@ -215,7 +204,7 @@ func (s *Server) readIndex(seq uint64) error {
 			if s.leaderID.Load() == 0 {
 				return ErrLeaderChanged // as etcd answers a read its leader left
 			}
-			send()
+			s.node.ReadIndex(rctx)
 		case rs := <-s.readState:
 			if string(rs.RequestCtx) != string(rctx) {
 				s.counts.slowReadIndexes.Add(1)
@@ -233,7 +222,7 @@ func (s *Server) readIndex(seq uint64) error {
 			if s.leaderID.Load() == 0 {
 				continue
 			}
-			send() // the request may have been dropped during an election
+			s.node.ReadIndex(rctx) // the request may have been dropped during an election
 		case <-timeout.C:
 			s.counts.slowReadIndexes.Add(1)
 			if s.leaderID.Load() == 0 {

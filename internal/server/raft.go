@@ -36,17 +36,28 @@ func (s *Server) raftLoop() {
 	ticker := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
+		// A steady stream of Readies must not starve the clock.
 		select {
 		case <-s.stopc:
 			return
 		case <-ticker.C:
 			s.node.Tick()
-		case rd := <-s.node.Ready():
+		default:
+		}
+		if rd, ok := s.node.Ready(); ok {
 			if err := s.handleReady(rd); err != nil {
 				s.fatal(err)
 				return
 			}
 			s.node.Advance()
+			continue
+		}
+		select {
+		case <-s.stopc:
+			return
+		case <-ticker.C:
+			s.node.Tick()
+		case <-s.node.Wake():
 		}
 	}
 }
@@ -204,51 +215,21 @@ func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
 	return nil, walfmt.Snapshot{}, nil
 }
 
-// Process steps a message from a peer (transport.Raft). A proposal that a
-// follower forwards is queued for forwardedLoop instead: raft takes no
-// proposal while it has no leader, so stepping one here could block the
-// reader of that peer's stream, and none of its heartbeats, appends or
-// votes would be read again.
+// Process steps a message from a peer (transport.Raft). A proposal a
+// follower forwards that raft drops (this member has no leader, or is
+// handing leadership over) gets no answer: its proposer's request times
+// out, as with any lost proposal.
 func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 	if err := s.checkPeerMessage(m); err != nil {
 		return err
 	}
 	if m.GetType() == raftpb.MessageType_MsgProp {
-		select {
-		case s.forwarded <- m:
-		default:
-			s.proposalsFailed.Add(1) // dropped, as raft may drop any proposal
+		if err := s.node.Step(m); err != nil {
+			s.proposalsFailed.Add(1)
 		}
 		return nil
 	}
-	return s.node.Step(ctx, m)
-}
-
-// forwardedQueueSize is how many forwarded proposal messages (each may
-// carry many entries) wait to be stepped; more are dropped.
-const forwardedQueueSize = 1024
-
-// forwardedLoop steps the proposals followers forward. One that arrives
-// while this member has no leader is dropped at once (its proposer's
-// request times out, as with any lost proposal); one that raft does not
-// take before the leader changes, too. (A busy raft is waited for: a
-// proposal is not dropped for being slow.)
-func (s *Server) forwardedLoop() {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case m := <-s.forwarded:
-			if s.leaderID.Load() == 0 {
-				s.proposalsFailed.Add(1)
-				continue
-			}
-			if err := s.node.Step(s.leaderless.UntilChange(), m); err != nil {
-				s.proposalsFailed.Add(1)
-			}
-		}
-	}
+	return s.node.Step(m)
 }
 
 // checkPeerMessage lets only messages between members of this cluster reach
@@ -300,7 +281,7 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 	failpoint.Hit("snapshotAfterReceive")
 	s.metrics.SnapDBSave.Observe(time.Since(start).Seconds())
 	s.log.Info("received snapshot", "from", fmt.Sprintf("%x", m.GetFrom()), "index", index, "bytes", n)
-	return s.node.Step(ctx, m)
+	return s.node.Step(m)
 }
 
 func (s *Server) receivedDBPath(index uint64) string {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -21,8 +20,10 @@ import (
 	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/metrics"
+	"github.com/cairnkv/cairn/internal/raftnode"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/internal/wait"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -41,7 +42,7 @@ type Server struct {
 	replaced atomic.Pointer[chan struct{}]
 	members  *membership
 
-	node      raft.Node
+	node      *raftnode.Node
 	storage   *raft.MemoryStorage
 	wal       *walfmt.Writer
 	transport *transport.Transport
@@ -54,6 +55,8 @@ type Server struct {
 	reqIDs  *requestIDs
 	waiters *waiters
 	applied *appliedWaiters
+	// deadlines end the proposals that outlive the request timeout.
+	deadlines *wait.Deadlines
 
 	leaderID   atomic.Uint64
 	leaderless *leaderless
@@ -69,9 +72,6 @@ type Server struct {
 	applyc    chan toApply
 	readc     chan chan error // linearizable read requests
 	readState chan raft.ReadState
-	// forwarded holds the proposals followers forward to this member, for
-	// forwardedLoop to step (raft.go).
-	forwarded chan *raftpb.Message
 
 	// apply-loop state
 	appliedIndex  uint64
@@ -114,10 +114,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
-		waiters: newWaiters(), applied: newAppliedWaiters(),
+		waiters: newWaiters(), applied: newAppliedWaiters(), deadlines: wait.NewDeadlines(100 * time.Millisecond),
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
-		forwarded: make(chan *raftpb.Message, forwardedQueueSize), leaderless: newLeaderless(2 * cfg.ElectionTimeout),
-		stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
+		leaderless: newLeaderless(2 * cfg.ElectionTimeout), stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
 		metrics: metrics.New(cfg.Metrics == "extensive"),
 	}
 	s.storeStats = newStoreStats(s.metrics)
@@ -203,9 +202,8 @@ func Start(cfg Config) (*Server, error) {
 		s.Stop()
 		return nil, err
 	}
-	s.wg.Add(6)
+	s.wg.Add(5)
 	go s.raftLoop()
-	go s.forwardedLoop()
 	go s.applyLoop()
 	go s.readIndexLoop()
 	go s.leaseLoop()
@@ -246,7 +244,7 @@ func (s *Server) campaignAlone() {
 	if s.leaderID.Load() != 0 {
 		return
 	}
-	if err := s.node.Campaign(context.Background()); err != nil {
+	if err := s.node.Campaign(); err != nil {
 		s.log.Warn("campaigning at start failed", "err", err)
 	}
 }
@@ -313,8 +311,8 @@ func (s *Server) startNew() error {
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
-	s.node = raft.StartNode(s.raftConfig(), peers)
-	return nil
+	s.node, err = raftnode.Start(s.raftConfig(), peers)
+	return err
 }
 
 // walRead is a restarting member's WAL, opened after the newest snapshot.
@@ -402,7 +400,11 @@ func (s *Server) restart(wr walRead) error {
 	if err := s.members.load(s.st()); err != nil {
 		return err
 	}
-	s.node = raft.RestartNode(s.raftConfig())
+	node, err := raftnode.Restart(s.raftConfig())
+	if err != nil {
+		return err
+	}
+	s.node = node
 	s.log.Info("restarted from the data dir", "snapshot-index", s.snapshotIndex, "applied-index", ci, "wal-entries", len(rr.Entries))
 	return nil
 }
@@ -510,13 +512,10 @@ func (s *Server) Stop() {
 	for _, srv := range s.peerSrv {
 		srv.Close()
 	}
-	s.leaderless.Stop() // ends a step of forwardedLoop waiting for raft
+	s.leaderless.Stop()
 	s.wg.Wait()
 	if s.transport != nil {
 		s.transport.Stop()
-	}
-	if s.node != nil {
-		s.node.Stop()
 	}
 	if s.wal != nil {
 		s.wal.Close()

@@ -1,6 +1,9 @@
 package wait
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestList: a triggered ID's result reaches its waiter once, with the
 // value registered kept until then; a cancelled or unknown ID is ignored.
@@ -46,4 +49,29 @@ func TestIndex(t *testing.T) {
 	<-x.Wait(6)
 	x.Advance(7)
 	<-seven
+}
+
+// TestDeadlinesCloseOnTimeAndShareAGranule: a deadline's channel closes no
+// sooner than asked and within a granule of it, and the deadlines that
+// fall in one granule get one channel.
+func TestDeadlinesCloseOnTimeAndShareAGranule(t *testing.T) {
+	const granule = 20 * time.Millisecond
+	x := NewDeadlines(granule)
+	for _, d := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond} {
+		start := time.Now()
+		<-x.After(d)
+		if took := time.Since(start); took < d || took > d+granule+50*time.Millisecond {
+			t.Errorf("After(%v) closed after %v", d, took)
+		}
+	}
+	// A thousand deadlines asked for within a millisecond fall in one
+	// granule, or two when they straddle a boundary.
+	x = NewDeadlines(granule)
+	chans := map[<-chan struct{}]bool{}
+	for range 1000 {
+		chans[x.After(time.Second)] = true
+	}
+	if len(chans) > 2 {
+		t.Errorf("1000 deadlines asked for at once got %d channels", len(chans))
+	}
 }

@@ -1,0 +1,146 @@
+// Package raftnode drives a raft.RawNode from many goroutines: a mutex
+// around it, and a wake-up for the one loop that takes its Readies.
+//
+// raft's own Node runs the RawNode in a goroutine of its own and reaches it
+// over channels: every proposal is two goroutine switches and a select on
+// eight channels, and each Ready goes through two more switches between that
+// goroutine and the loop that writes it. Here a proposal is a lock, raft's
+// own step and an unlock, and the loop that writes a Ready takes it itself.
+package raftnode
+
+import (
+	"errors"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Node is a raft.RawNode safe for concurrent use. One loop takes its
+// Readies (Ready, then Advance) and waits on Wake between them; any
+// goroutine may step, propose, tick and ask for its status.
+type Node struct {
+	mu sync.Mutex
+	rn *raft.RawNode
+	// wakec has a token when something changed since the loop last looked.
+	wakec chan struct{}
+}
+
+// Start is raft.StartNode: a new member of a new cluster of peers.
+func Start(c *raft.Config, peers []raft.Peer) (*Node, error) {
+	if len(peers) == 0 {
+		return nil, errors.New("raftnode: no peers to start a cluster with")
+	}
+	n, err := Restart(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.rn.Bootstrap(peers); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Restart is raft.RestartNode: the membership and log come from c.Storage.
+func Restart(c *raft.Config) (*Node, error) {
+	rn, err := raft.NewRawNode(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{rn: rn, wakec: make(chan struct{}, 1)}, nil
+}
+
+// do runs f on the RawNode under the lock and wakes the loop.
+func (n *Node) do(f func(rn *raft.RawNode)) {
+	n.mu.Lock()
+	f(n.rn)
+	n.mu.Unlock()
+	n.wake()
+}
+
+func (n *Node) wake() {
+	select {
+	case n.wakec <- struct{}{}:
+	default:
+	}
+}
+
+// Wake is ready to receive when the node may have a Ready.
+func (n *Node) Wake() <-chan struct{} { return n.wakec }
+
+// Ready returns the node's Ready, if it has one. The caller handles it and
+// calls Advance before asking for the next.
+func (n *Node) Ready() (raft.Ready, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.rn.HasReady() {
+		return raft.Ready{}, false
+	}
+	return n.rn.Ready(), true
+}
+
+// Advance tells raft the last Ready was handled.
+func (n *Node) Advance() { n.do(func(rn *raft.RawNode) { rn.Advance(raft.Ready{}) }) }
+
+// Tick advances raft's logical clock by one heartbeat interval.
+func (n *Node) Tick() { n.do(func(rn *raft.RawNode) { rn.Tick() }) }
+
+// Campaign makes this member a candidate.
+func (n *Node) Campaign() (err error) {
+	n.do(func(rn *raft.RawNode) { err = rn.Campaign() })
+	return err
+}
+
+// Propose appends data to the log; raft.ErrProposalDropped when raft
+// refuses it (no leader, a leadership transfer under way).
+func (n *Node) Propose(data []byte) (err error) {
+	n.do(func(rn *raft.RawNode) { err = rn.Propose(data) })
+	return err
+}
+
+// ProposeConfChange proposes a membership change.
+func (n *Node) ProposeConfChange(cc pb.ConfChangeI) (err error) {
+	n.do(func(rn *raft.RawNode) { err = rn.ProposeConfChange(cc) })
+	return err
+}
+
+// ApplyConfChange applies a committed membership change to raft.
+func (n *Node) ApplyConfChange(cc pb.ConfChangeI) (cs *pb.ConfState) {
+	n.do(func(rn *raft.RawNode) { cs = rn.ApplyConfChange(cc) })
+	return cs
+}
+
+// Step hands raft a message from a peer. As raft's Node does, it ignores
+// local message types and answers from peers that are not members.
+func (n *Node) Step(m *pb.Message) (err error) {
+	n.do(func(rn *raft.RawNode) { err = rn.Step(m) })
+	if errors.Is(err, raft.ErrStepLocalMsg) || errors.Is(err, raft.ErrStepPeerNotFound) {
+		return nil
+	}
+	return err
+}
+
+// ReadIndex asks for a read index; the answer comes in a Ready's ReadStates.
+func (n *Node) ReadIndex(rctx []byte) { n.do(func(rn *raft.RawNode) { rn.ReadIndex(rctx) }) }
+
+// TransferLeadership asks the leader to hand leadership to transferee.
+func (n *Node) TransferLeadership(transferee uint64) {
+	n.do(func(rn *raft.RawNode) { rn.TransferLeader(transferee) })
+}
+
+// ReportUnreachable tells raft that a message to peer id was not delivered.
+func (n *Node) ReportUnreachable(id uint64) {
+	n.do(func(rn *raft.RawNode) { rn.ReportUnreachable(id) })
+}
+
+// ReportSnapshot tells raft how sending a snapshot to peer id went.
+func (n *Node) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
+	n.do(func(rn *raft.RawNode) { rn.ReportSnapshot(id, status) })
+}
+
+// Status is raft's view of this member and, on a leader, of its peers.
+func (n *Node) Status() raft.Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rn.Status()
+}

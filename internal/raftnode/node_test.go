@@ -1,0 +1,183 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+func config(id uint64, st *raft.MemoryStorage) *raft.Config {
+	return &raft.Config{ID: id, ElectionTick: 10, HeartbeatTick: 1, Storage: st,
+		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256}
+}
+
+// drive takes n's Readies as a member's raft loop does (storage for the
+// WAL) until stop is closed, and sends every committed entry's data on
+// committed.
+func drive(t *testing.T, n *Node, st *raft.MemoryStorage, committed chan<- string, stop <-chan struct{}) {
+	t.Helper()
+	for {
+		rd, ok := n.Ready()
+		if !ok {
+			select {
+			case <-stop:
+				return
+			case <-n.Wake():
+				continue
+			}
+		}
+		if err := st.Append(rd.Entries); err != nil {
+			t.Error(err)
+			return
+		}
+		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+			if err := st.SetHardState(rd.HardState); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		for _, e := range rd.CommittedEntries {
+			if e.GetType() == pb.EntryType_EntryConfChange {
+				var cc pb.ConfChange
+				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+					t.Error(err)
+					return
+				}
+				n.ApplyConfChange(&cc)
+			} else if len(e.GetData()) > 0 {
+				committed <- string(e.GetData())
+			}
+		}
+		n.Advance()
+	}
+}
+
+// TestConcurrentProposalsAllCommit: proposals from many goroutines, while
+// one loop takes the Readies, all commit, each once; under -race this is
+// also the check that the node may be used from several goroutines.
+func TestConcurrentProposalsAllCommit(t *testing.T) {
+	st := raft.NewMemoryStorage()
+	n, err := Start(config(1, st), []raft.Peer{{ID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan string, 1024)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); drive(t, n, st, committed, stop) }()
+	defer func() { close(stop); <-done }()
+	// raft campaigns only once the bootstrap's conf changes are applied.
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Status().RaftState != raft.StateLeader {
+		if time.Now().After(deadline) {
+			t.Fatal("a single member did not become leader")
+		}
+		if err := n.Campaign(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	const workers, each = 8, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				if err := n.Propose(fmt.Appendf(nil, "%d-%d", w, i)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	seen := map[string]bool{}
+	timeout := time.After(10 * time.Second)
+	for len(seen) < workers*each {
+		select {
+		case d := <-committed:
+			if seen[d] {
+				t.Fatalf("%s committed twice", d)
+			}
+			seen[d] = true
+		case <-timeout:
+			t.Fatalf("%d of %d proposals committed", len(seen), workers*each)
+		}
+	}
+	wg.Wait()
+}
+
+// TestProposalWithoutLeaderIsDroppedAtOnce: where raft's Node would block
+// a proposal until there is a leader, this one refuses it at once.
+func TestProposalWithoutLeaderIsDroppedAtOnce(t *testing.T) {
+	n, err := Start(config(1, raft.NewMemoryStorage()), []raft.Peer{{ID: 1}, {ID: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Propose([]byte("x")); !errors.Is(err, raft.ErrProposalDropped) {
+		t.Fatalf("propose without a leader: %v, want %v", err, raft.ErrProposalDropped)
+	}
+}
+
+// TestStepIgnoresWhatRaftsNodeIgnores: a local message type from the
+// network and an answer from a peer that is not a member are dropped
+// without an error, as raft's Node drops them.
+func TestStepIgnoresWhatRaftsNodeIgnores(t *testing.T) {
+	n, err := Start(config(1, raft.NewMemoryStorage()), []raft.Peer{{ID: 1}, {ID: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*pb.Message{
+		{Type: pb.MessageType_MsgHup.Enum(), From: proto.Uint64(2), To: proto.Uint64(1)},
+		{Type: pb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(9), To: proto.Uint64(1)},
+	} {
+		if err := n.Step(m); err != nil {
+			t.Errorf("step %v from %d: %v", m.GetType(), m.GetFrom(), err)
+		}
+	}
+	if st := n.Status(); st.RaftState != raft.StateFollower || st.HardState.GetTerm() != 1 {
+		t.Errorf("after the ignored messages: %v at term %d, want a follower at term 1", st.RaftState, st.HardState.GetTerm())
+	}
+}
+
+// TestEveryChangeWakesTheLoop: a tick, a step or a proposal leaves a token
+// on Wake, so the loop that waits on it looks for a Ready.
+func TestEveryChangeWakesTheLoop(t *testing.T) {
+	n, err := Start(config(1, raft.NewMemoryStorage()), []raft.Peer{{ID: 1}, {ID: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		select {
+		case <-n.Wake():
+		default:
+		}
+	}
+	for name, change := range map[string]func(){
+		"tick":    n.Tick,
+		"propose": func() { _ = n.Propose([]byte("x")) },
+		"step": func() {
+			_ = n.Step(&pb.Message{Type: pb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(2), To: proto.Uint64(1)})
+		},
+		"readindex": func() { n.ReadIndex([]byte("r")) },
+	} {
+		drain()
+		change()
+		select {
+		case <-n.Wake():
+		default:
+			t.Errorf("%s left no token on Wake", name)
+		}
+	}
+}
+
+// TestStartNeedsPeers: a new cluster of no members is an error, not raft's
+// panic.
+func TestStartNeedsPeers(t *testing.T) {
+	if _, err := Start(config(1, raft.NewMemoryStorage()), nil); err == nil {
+		t.Fatal("Start with no peers: no error")
+	}
+}
