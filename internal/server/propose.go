@@ -94,15 +94,15 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (ap
 		return applyResult{}, s.waitError(ctx)
 	case <-timeout:
 		s.waiters.Cancel(id)
-		s.proposalsFailed.Add(1)
-		return applyResult{}, ErrTimeout
+		return applyResult{}, s.waitError(ctx)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
 	}
 }
 
 // waitError is the error of a proposal raft took but that was not applied
-// before ctx ended: its outcome is unknown, so never ErrNoLeader.
+// before ctx ended or the request timed out: its outcome is unknown, so
+// never ErrNoLeader.
 func (s *Server) waitError(ctx context.Context) error {
 	s.proposalsFailed.Add(1)
 	if errors.Is(ctx.Err(), context.Canceled) {

@@ -36,22 +36,16 @@ func (s *Server) raftLoop() {
 	ticker := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
-		// A steady stream of Readies must not starve the clock.
-		select {
-		case <-s.stopc:
-			return
-		case <-ticker.C:
-			s.node.Tick()
-		default:
-		}
 		if rd, ok := s.node.Ready(); ok {
 			if err := s.handleReady(rd); err != nil {
 				s.fatal(err)
 				return
 			}
 			s.node.Advance()
-			continue
 		}
+		// Advance leaves a token on Wake, so after a Ready this does not
+		// block; a tick that is due is taken between two Readies, however
+		// steady their stream.
 		select {
 		case <-s.stopc:
 			return
