@@ -10,6 +10,9 @@ package raftnode
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -53,9 +56,24 @@ func Restart(c *raft.Config) (*Node, error) {
 // do runs f on the RawNode under the lock and wakes the loop.
 func (n *Node) do(f func(rn *raft.RawNode)) {
 	n.mu.Lock()
+	defer exitOnPanic()
 	f(n.rn)
 	n.mu.Unlock()
 	n.wake()
+}
+
+// exitOnPanic ends the process when raft panics, as a panic in raft's own
+// Node goroutine does. raft panics when it cannot go on: a follower whose
+// log lost entries it had acknowledged, a log that contradicts itself. Here
+// raft runs in its caller's goroutine, which may recover panics (net/http
+// recovers each handler's), and the member would serve on with its raft
+// half-way through a step and its lock held: alive, never again a leader or
+// a follower. Deferred right after taking the lock.
+func exitOnPanic() {
+	if r := recover(); r != nil {
+		fmt.Fprintf(os.Stderr, "panic: %v\n\n%s", r, debug.Stack())
+		os.Exit(2)
+	}
 }
 
 func (n *Node) wake() {
@@ -73,6 +91,7 @@ func (n *Node) Wake() <-chan struct{} { return n.wakec }
 func (n *Node) Ready() (raft.Ready, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer exitOnPanic()
 	if !n.rn.HasReady() {
 		return raft.Ready{}, false
 	}
@@ -142,5 +161,6 @@ func (n *Node) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
 func (n *Node) Status() raft.Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer exitOnPanic()
 	return n.rn.Status()
 }

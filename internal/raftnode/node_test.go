@@ -3,6 +3,9 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +182,36 @@ func TestEveryChangeWakesTheLoop(t *testing.T) {
 func TestStartNeedsPeers(t *testing.T) {
 	if _, err := Start(config(1, raft.NewMemoryStorage()), nil); err == nil {
 		t.Fatal("Start with no peers: no error")
+	}
+}
+
+// TestRaftPanicEndsTheProcess: raft panics on a heartbeat that commits past
+// the follower's log (the log lost entries it had acknowledged). The step
+// comes from a goroutine that recovers panics, as net/http's handlers do;
+// the process must still end, with raft's message, and not serve on with
+// the node's lock held. The test runs itself in a child process for that.
+func TestRaftPanicEndsTheProcess(t *testing.T) {
+	if os.Getenv("RAFTNODE_PANIC_CHILD") == "1" {
+		n, err := Start(config(1, raft.NewMemoryStorage()), []raft.Peer{{ID: 1}, {ID: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_ = n.Step(&pb.Message{Type: pb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(2), To: proto.Uint64(1),
+				Term: proto.Uint64(2), Commit: proto.Uint64(10)})
+		}()
+		fmt.Println("served on after raft's panic")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRaftPanicEndsTheProcess$")
+	cmd.Env = append(os.Environ(), "RAFTNODE_PANIC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("child: %v, want exit status 2; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "is out of range [lastIndex(2)]") {
+		t.Errorf("child's output has no raft panic message:\n%s", out)
 	}
 }
