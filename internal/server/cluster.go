@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cairnkv/cairn/internal/raftnode"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/autopromote"
+	"github.com/cairnkv/cairn/internal/raftnode"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
