@@ -17,6 +17,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // Node is a raft.RawNode safe for concurrent use. One loop takes its
@@ -141,6 +142,33 @@ func (n *Node) Step(m *pb.Message) (err error) {
 
 // ReadIndex asks for a read index; the answer comes in a Ready's ReadStates.
 func (n *Node) ReadIndex(rctx []byte) { n.do(func(rn *raft.RawNode) { rn.ReadIndex(rctx) }) }
+
+// SoleVoterReadIndex is the read index raft would answer a ReadIndex with,
+// without the round through a Ready, where raft answers it at once: on a
+// leader that is its cluster's only voter, whose commit index no other
+// member can be ahead of. ok is false on any other member; ask with
+// ReadIndex there. The voters are those of the configuration raft has
+// applied, as for raft's own answer.
+func (n *Node) SoleVoterReadIndex() (index uint64, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	defer exitOnPanic()
+	st := n.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		return 0, false
+	}
+	voters, selfVotes := 0, false
+	n.rn.WithProgress(func(id uint64, typ raft.ProgressType, _ tracker.Progress) {
+		if typ == raft.ProgressTypePeer {
+			voters++
+			selfVotes = selfVotes || id == st.ID
+		}
+	})
+	if voters != 1 || !selfVotes {
+		return 0, false
+	}
+	return st.GetCommit(), true
+}
 
 // TransferLeadership asks the leader to hand leadership to transferee.
 func (n *Node) TransferLeadership(transferee uint64) {

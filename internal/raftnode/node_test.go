@@ -20,18 +20,51 @@ func config(id uint64, st *raft.MemoryStorage) *raft.Config {
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256}
 }
 
-// drive takes n's Readies as a member's raft loop does (storage for the
-// WAL) until stop is closed, and sends every committed entry's data on
-// committed.
-func drive(t *testing.T, n *Node, st *raft.MemoryStorage, committed chan<- string, stop <-chan struct{}) {
+// driven is a single-member cluster whose Readies a goroutine takes as a
+// member's raft loop does (storage for the WAL): every committed entry's
+// data goes on committed, every read state on reads.
+type driven struct {
+	n         *Node
+	committed chan string
+	reads     chan raft.ReadState
+}
+
+// startDriven starts member 1 alone and waits until it leads.
+func startDriven(t testing.TB) *driven {
 	t.Helper()
+	st := raft.NewMemoryStorage()
+	n, err := Start(config(1, st), []raft.Peer{{ID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driven{n: n, committed: make(chan string, 1024), reads: make(chan raft.ReadState, 16)}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); d.drive(t, st, stop) }()
+	t.Cleanup(func() { close(stop); <-done })
+	// raft campaigns only once the bootstrap's conf changes are applied.
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Status().RaftState != raft.StateLeader {
+		if time.Now().After(deadline) {
+			t.Fatal("a single member did not become leader")
+		}
+		if err := n.Campaign(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return d
+}
+
+// drive takes the Readies until stop is closed.
+func (d *driven) drive(t testing.TB, st *raft.MemoryStorage, stop <-chan struct{}) {
 	for {
-		rd, ok := n.Ready()
+		rd, ok := d.n.Ready()
 		if !ok {
 			select {
 			case <-stop:
 				return
-			case <-n.Wake():
+			case <-d.n.Wake():
 				continue
 			}
 		}
@@ -52,12 +85,16 @@ func drive(t *testing.T, n *Node, st *raft.MemoryStorage, committed chan<- strin
 					t.Error(err)
 					return
 				}
-				n.ApplyConfChange(&cc)
+				d.n.ApplyConfChange(&cc)
+				d.committed <- cc.String()
 			} else if len(e.GetData()) > 0 {
-				committed <- string(e.GetData())
+				d.committed <- string(e.GetData())
 			}
 		}
-		n.Advance()
+		for _, rs := range rd.ReadStates {
+			d.reads <- rs
+		}
+		d.n.Advance()
 	}
 }
 
@@ -65,33 +102,13 @@ func drive(t *testing.T, n *Node, st *raft.MemoryStorage, committed chan<- strin
 // one loop takes the Readies, all commit, each once; under -race this is
 // also the check that the node may be used from several goroutines.
 func TestConcurrentProposalsAllCommit(t *testing.T) {
-	st := raft.NewMemoryStorage()
-	n, err := Start(config(1, st), []raft.Peer{{ID: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := make(chan string, 1024)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { defer close(done); drive(t, n, st, committed, stop) }()
-	defer func() { close(stop); <-done }()
-	// raft campaigns only once the bootstrap's conf changes are applied.
-	deadline := time.Now().Add(10 * time.Second)
-	for n.Status().RaftState != raft.StateLeader {
-		if time.Now().After(deadline) {
-			t.Fatal("a single member did not become leader")
-		}
-		if err := n.Campaign(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	d := startDriven(t)
 	const workers, each = 8, 50
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				if err := n.Propose(fmt.Appendf(nil, "%d-%d", w, i)); err != nil {
+				if err := d.n.Propose(fmt.Appendf(nil, "%d-%d", w, i)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -101,16 +118,95 @@ func TestConcurrentProposalsAllCommit(t *testing.T) {
 	timeout := time.After(10 * time.Second)
 	for len(seen) < workers*each {
 		select {
-		case d := <-committed:
-			if seen[d] {
-				t.Fatalf("%s committed twice", d)
+		case c := <-d.committed:
+			if seen[c] {
+				t.Fatalf("%s committed twice", c)
 			}
-			seen[d] = true
+			seen[c] = true
 		case <-timeout:
 			t.Fatalf("%d of %d proposals committed", len(seen), workers*each)
 		}
 	}
 	wg.Wait()
+}
+
+// TestSoleVoterReadIndexIsRaftsAnswer: a leader that is the only voter
+// answers with the index raft's ReadIndex round answers with, also with a
+// learner beside it; once a second voter is applied, or on a follower, it
+// does not answer, and the read must go through raft.
+func TestSoleVoterReadIndexIsRaftsAnswer(t *testing.T) {
+	d := startDriven(t)
+	if err := d.n.Propose([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, d, "x")
+	readIndexAgrees := func(when string) {
+		t.Helper()
+		index, ok := d.n.SoleVoterReadIndex()
+		if !ok {
+			t.Fatalf("%s: the sole voter gave no read index", when)
+		}
+		d.n.ReadIndex([]byte(when))
+		select {
+		case rs := <-d.reads:
+			if string(rs.RequestCtx) != when || rs.Index != index {
+				t.Fatalf("%s: raft answered %q at %d, the sole voter's read index is %d", when, rs.RequestCtx, rs.Index, index)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: raft did not answer the ReadIndex", when)
+		}
+	}
+	readIndexAgrees("alone")
+
+	addNode := func(cc *pb.ConfChange) {
+		t.Helper()
+		if err := d.n.ProposeConfChange(cc); err != nil {
+			t.Fatal(err)
+		}
+		waitCommitted(t, d, cc.String())
+	}
+	addNode(&pb.ConfChange{Type: pb.ConfChangeType_ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(2)})
+	readIndexAgrees("with a learner")
+
+	addNode(&pb.ConfChange{Type: pb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: proto.Uint64(3)})
+	if index, ok := d.n.SoleVoterReadIndex(); ok {
+		t.Fatalf("a leader of two voters gave read index %d without asking the other", index)
+	}
+
+	follower, err := Start(config(4, raft.NewMemoryStorage()), []raft.Peer{{ID: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if index, ok := follower.SoleVoterReadIndex(); ok {
+		t.Fatalf("a member that does not lead gave read index %d", index)
+	}
+}
+
+func waitCommitted(t *testing.T, d *driven, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-d.committed:
+			if c == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s was not committed", want)
+		}
+	}
+}
+
+// BenchmarkSoleVoterReadIndex: the read index of a single member's
+// linearizable read.
+func BenchmarkSoleVoterReadIndex(b *testing.B) {
+	d := startDriven(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := d.n.SoleVoterReadIndex(); !ok {
+			b.Fatal("the sole voter gave no read index")
+		}
+	}
 }
 
 // TestProposalWithoutLeaderIsDroppedAtOnce: where raft's Node would block

@@ -124,10 +124,15 @@ func (s *Server) proposeError(err error) error {
 
 // LinearizableReadNotify returns once this member has applied everything
 // committed before the call, as confirmed by the leader (ReadIndex).
-// Concurrent callers share one ReadIndex round. A member without a leader
-// refuses at once (ErrNoLeader); a read that was waiting when the member
-// lost its leader fails as etcd's does, with ErrLeaderChanged.
+// Concurrent callers share one ReadIndex round. A leader that is the only
+// voter needs no round: raft would answer with its commit index at once.
+// A member without a leader refuses at once (ErrNoLeader); a read that was
+// waiting when the member lost its leader fails as etcd's does, with
+// ErrLeaderChanged.
 func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	if index, ok := s.node.SoleVoterReadIndex(); ok {
+		return s.waitApplied(ctx, index)
+	}
 	changed := s.leaderless.Changed()
 	if s.leaderID.Load() == 0 {
 		return ErrNoLeader
@@ -150,6 +155,29 @@ func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 		case <-s.stopc:
 			return ErrStopped
 		}
+	}
+}
+
+// waitApplied waits until this member has applied index, or the request
+// timeout has passed.
+func (s *Server) waitApplied(ctx context.Context, index uint64) error {
+	applied := s.applied.Wait(index)
+	select {
+	case <-applied:
+		return nil // a read of a member that is not behind: without a timer
+	default:
+	}
+	timeout := time.NewTimer(s.requestTimeout())
+	defer timeout.Stop()
+	select {
+	case <-applied:
+		return nil
+	case <-timeout.C:
+		return ErrTimeout
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return ErrStopped
 	}
 }
 
