@@ -10,12 +10,13 @@ import (
 // twice the live heap by default. A member that took a burst of writes (a
 // load of a million keys, say) would go on holding twice the memory of its
 // data while nothing happens. Once the member has served no request for
-// idleMemoryAfter, and at least idleMemoryMinFree of heap is free, that heap
-// is given back to the operating system, once per quiet spell: a full
-// collection, while the member has nothing else to do.
+// idleMemoryAfter, and it holds at least idleMemoryMinSpare of heap beyond
+// what the last collection found live, that heap is given back to the
+// operating system, once per quiet spell: a full collection, while the
+// member has nothing else to do.
 const (
-	idleMemoryAfter   = 2 * time.Second
-	idleMemoryMinFree = 64 << 20
+	idleMemoryAfter    = 2 * time.Second
+	idleMemoryMinSpare = 64 << 20
 )
 
 // idleMemoryLoop runs until the member stops.
@@ -23,7 +24,6 @@ func (s *Server) idleMemoryLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(idleMemoryAfter / 2)
 	defer tick.Stop()
-	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 	idle := newIdleSpell(s.requestsSeen(), time.Now())
 	for {
 		select {
@@ -33,13 +33,29 @@ func (s *Server) idleMemoryLoop() {
 			if !idle.due(s.requestsSeen(), now) {
 				continue
 			}
-			metrics.Read(free)
-			if b := free[0].Value.Uint64(); b >= idleMemoryMinFree {
+			if b := spareHeap(); b >= idleMemoryMinSpare {
 				debug.FreeOSMemory()
-				s.log.Debug("gave the free heap of an idle member back to the operating system", "bytes", b)
+				s.log.Debug("gave the spare heap of an idle member back to the operating system", "bytes", b)
 			}
 		}
 	}
+}
+
+// spareHeap is the heap Go holds, not yet given back to the operating
+// system, beyond the live heap of the last collection: free spans, and
+// objects allocated since, most of them garbage a collection would free.
+// The free spans alone are not the measure: a load that ends long after
+// the last collection leaves its garbage counted as objects until the
+// next, which an idle member may never reach.
+func spareHeap() uint64 {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
+	metrics.Read(samples)
+	held := samples[0].Value.Uint64() + samples[1].Value.Uint64()
+	return held - min(held, samples[2].Value.Uint64())
 }
 
 // requestsSeen counts the store's operations and watch events so far.
