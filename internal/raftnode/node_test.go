@@ -22,11 +22,13 @@ func config(id uint64, st *raft.MemoryStorage) *raft.Config {
 
 // driven is a single-member cluster whose Readies a goroutine takes as a
 // member's raft loop does (storage for the WAL): every committed entry's
-// data goes on committed, every read state on reads.
+// data goes on committed, every applied conf change on confChanges, every
+// read state on reads.
 type driven struct {
-	n         *Node
-	committed chan string
-	reads     chan raft.ReadState
+	n           *Node
+	committed   chan string
+	confChanges chan string
+	reads       chan raft.ReadState
 }
 
 // startDriven starts member 1 alone and waits until it leads.
@@ -37,7 +39,8 @@ func startDriven(t testing.TB) *driven {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &driven{n: n, committed: make(chan string, 1024), reads: make(chan raft.ReadState, 16)}
+	d := &driven{n: n, committed: make(chan string, 1024), confChanges: make(chan string, 16),
+		reads: make(chan raft.ReadState, 16)}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { defer close(done); d.drive(t, st, stop) }()
@@ -86,7 +89,7 @@ func (d *driven) drive(t testing.TB, st *raft.MemoryStorage, stop <-chan struct{
 					return
 				}
 				d.n.ApplyConfChange(&cc)
-				d.committed <- cc.String()
+				d.confChanges <- cc.String()
 			} else if len(e.GetData()) > 0 {
 				d.committed <- string(e.GetData())
 			}
@@ -139,7 +142,7 @@ func TestSoleVoterReadIndexIsRaftsAnswer(t *testing.T) {
 	if err := d.n.Propose([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	waitCommitted(t, d, "x")
+	waitFor(t, d.committed, "x")
 	readIndexAgrees := func(when string) {
 		t.Helper()
 		index, ok := d.n.SoleVoterReadIndex()
@@ -163,7 +166,7 @@ func TestSoleVoterReadIndexIsRaftsAnswer(t *testing.T) {
 		if err := d.n.ProposeConfChange(cc); err != nil {
 			t.Fatal(err)
 		}
-		waitCommitted(t, d, cc.String())
+		waitFor(t, d.confChanges, cc.String())
 	}
 	addNode(&pb.ConfChange{Type: pb.ConfChangeType_ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(2)})
 	readIndexAgrees("with a learner")
@@ -182,17 +185,18 @@ func TestSoleVoterReadIndexIsRaftsAnswer(t *testing.T) {
 	}
 }
 
-func waitCommitted(t *testing.T, d *driven, want string) {
+// waitFor waits until want comes on ch, what comes before it dropped.
+func waitFor(t *testing.T, ch <-chan string, want string) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case c := <-d.committed:
+		case c := <-ch:
 			if c == want {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("%s was not committed", want)
+			t.Fatalf("%s did not come", want)
 		}
 	}
 }
