@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -285,23 +287,16 @@ func (s *Server) raftConfig() *raft.Config {
 
 // startNew creates the WAL of a member of a new cluster.
 func (s *Server) startNew() error {
-	initial, err := cluster.ParseInitial(s.cfg.InitialCluster)
+	members, peers, err := initialPeers(s.cfg.InitialCluster, s.cfg.InitialClusterToken)
 	if err != nil {
 		return err
 	}
 	var ids []uint64
-	var peers []raft.Peer
-	for name, urls := range initial {
-		m := Member{ID: cluster.MemberID(urls, s.cfg.InitialClusterToken, 0), Name: name, PeerURLs: urls}
+	for _, m := range members {
 		ids = append(ids, m.ID)
-		if name == s.cfg.Name {
+		if m.Name == s.cfg.Name {
 			s.id = m.ID
 		}
-		ctx, err := encodeMemberContext(m)
-		if err != nil {
-			return err
-		}
-		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
 		s.members.members[m.ID] = &m
 	}
 	s.clusterID = cluster.ID(ids)
@@ -313,6 +308,33 @@ func (s *Server) startNew() error {
 	s.confState = &raftpb.ConfState{}
 	s.node, err = raftnode.Start(s.raftConfig(), peers)
 	return err
+}
+
+// initialPeers returns the members of a new cluster (--initial-cluster)
+// and the raft peers to bootstrap it with, both by member ID as etcd orders
+// them. raft turns the peers into the conf change entries 1..N of term 1,
+// which every member writes on its own: their order must be the same on
+// every member (and on etcd's), as raft takes equal indexes and terms for
+// equal entries.
+func initialPeers(initialCluster, token string) ([]Member, []raft.Peer, error) {
+	initial, err := cluster.ParseInitial(initialCluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	var members []Member
+	for name, urls := range initial {
+		members = append(members, Member{ID: cluster.MemberID(urls, token, 0), Name: name, PeerURLs: urls})
+	}
+	slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	peers := make([]raft.Peer, len(members))
+	for i, m := range members {
+		ctx, err := encodeMemberContext(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		peers[i] = raft.Peer{ID: m.ID, Context: ctx}
+	}
+	return members, peers, nil
 }
 
 // walRead is a restarting member's WAL, opened after the newest snapshot.
