@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/cairnkv/cairn/internal/api/electionpb"
@@ -58,6 +59,8 @@ type API struct {
 	metricsTLS *tls.Config
 	// defragging is set while a defragmentation runs (maintenance.go).
 	defragging atomic.Bool
+	// health is the gRPC health service (grpchealth.go).
+	health *health.Server
 }
 
 // streamWorkers is how many goroutines gRPC keeps to run the handlers of
@@ -99,6 +102,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	// and etcd's Election and Lock (recipes.go)
 	electionpb.RegisterElectionServer(a.grpc, &electionServer{r: newRecipes(a)})
 	lockpb.RegisterLockServer(a.grpc, &lockServer{r: newRecipes(a)})
+	a.newHealth()
 	a.metrics.GRPC.Init(a.grpc)
 	reg := newMetrics(a)
 	a.metricsHandler = promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

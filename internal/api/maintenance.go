@@ -60,11 +60,11 @@ func (m *maintenanceServer) Alarm(ctx context.Context, req *pb.AlarmRequest) (*p
 }
 
 func (m *maintenanceServer) Defragment(ctx context.Context, req *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
-	m.a.defragging.Store(true)
+	m.a.setDefragging(true)
 	start := time.Now()
 	err := m.a.s.Store().Backend().Defrag()
 	m.a.metrics.BackendDefrag.Observe(time.Since(start).Seconds())
-	m.a.defragging.Store(false)
+	m.a.setDefragging(false)
 	if err != nil {
 		return nil, toGRPC(err)
 	}

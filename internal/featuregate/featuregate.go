@@ -19,6 +19,9 @@ const (
 	InitialCorruptCheck = "InitialCorruptCheck"
 	CompactHashCheck    = "CompactHashCheck"
 	SetMemberLocalAddr  = "SetMemberLocalAddr"
+	// StopGRPCServiceOnDefrag: the gRPC health service says NOT_SERVING
+	// while a defragmentation runs.
+	StopGRPCServiceOnDefrag = "StopGRPCServiceOnDefrag"
 	// cairn's own (cairnFeatures), not in etcd.
 	AutoPromoteLearners      = "AutoPromoteLearners"
 	LearnerLinearizableReads = "LearnerLinearizableReads"
@@ -37,7 +40,7 @@ var featureDefaults = map[string]bool{
 	"LeaseCheckpointPersist":       false,
 	"PriorityRequest":              false,
 	SetMemberLocalAddr:             false,
-	"StopGRPCServiceOnDefrag":      false,
+	StopGRPCServiceOnDefrag:        false,
 	"TxnModeWriteWithSharedBuffer": true,
 }
 
