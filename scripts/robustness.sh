@@ -36,12 +36,13 @@ table() {
       ($runs | map(.watch_anomalies) | add),
       ($runs | map(.unhealthy_after_last_heal) | add),
       ($runs | map(.unhealthy_after_any_heal) | add),
-      "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))"
+      "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))",
+      ($runs | map(.wal_mismatches // 0) | add)
     ] | @tsv' "$1" >"$tsv"
 
   {
-    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen | mismatching WAL entries |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$tsv"
   }
   rm -f "$tsv"

@@ -30,6 +30,7 @@ type result struct {
 	NoLeaderCancels  int            `json:"no_leader_cancels"`
 	NoLeaderExpected int            `json:"no_leader_expected"`
 	NoLeaderMissed   int            `json:"no_leader_missed"`
+	WALMismatches    int            `json:"wal_mismatches"` // indexes whose committed entries differ between members
 	Failures         []string       `json:"failures,omitempty"`
 	Artifacts        string         `json:"artifacts,omitempty"`
 }

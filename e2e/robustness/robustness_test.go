@@ -140,9 +140,9 @@ func TestRobustness(t *testing.T) {
 							covered = append(covered, faultKind(k))
 						}
 					}
-					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d, unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d)",
+					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d, unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d), mismatching WAL entries %d",
 						server, cfg.seed, r.Ops, r.UnknownOps, r.FinalRev, r.Faults, r.Linearizable, r.CheckTime, r.LostWrites,
-						r.WatchAnomalies, r.Unhealthy, r.UnhealthyAnyHeal, r.NoLeaderCancels, r.NoLeaderExpected, r.NoLeaderMissed)
+						r.WatchAnomalies, r.Unhealthy, r.UnhealthyAnyHeal, r.NoLeaderCancels, r.NoLeaderExpected, r.NoLeaderMissed, r.WALMismatches)
 					if err := appendResult(*flagOut, r); err != nil {
 						t.Errorf("writing %s: %v", *flagOut, err)
 					}

@@ -248,6 +248,22 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		}
 	}
 
+	// Every member's WAL, once they have all stopped: the entries two
+	// members hold as committed at the same index must be the same.
+	for _, m := range c.everyone() {
+		if err := m.stopWith(syscall.SIGTERM, gracefulTimeout); err != nil {
+			fail("stop %s: %v", m.name, err)
+		}
+	}
+	damage, mismatches := checkWALs(c.everyone())
+	r.WALMismatches = len(mismatches)
+	for _, s := range damage {
+		fail("wal: %s", s)
+	}
+	for _, s := range mismatches {
+		fail("wal: %s", s)
+	}
+
 	lost := lostWrites(ops, final)
 	r.LostWrites = len(lost)
 	for _, s := range head(lost, 20) {
