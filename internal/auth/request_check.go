@@ -24,76 +24,77 @@ func (s *Store) IsRequestPermitted(req *pb.InternalRaftRequest, leaseKeys func(i
 	if !s.Enabled() {
 		return nil
 	}
-	info := HeaderInfo(req)
+	c := &requestCheck{s: s, info: HeaderInfo(req), leaseKeys: leaseKeys}
 	switch {
 	case req.Put != nil:
-		return s.isPutRequestPermitted(info, req.Put, leaseKeys)
+		return c.put(req.Put)
 	case req.DeleteRange != nil:
-		return s.isDeleteRangeRequestPermitted(info, req.DeleteRange)
+		return c.deleteRange(req.DeleteRange)
 	case req.Txn != nil:
-		return s.isTxnPermitted(info, req.Txn)
+		return c.txn(req.Txn)
 	case req.LeaseRevoke != nil:
-		return s.areLeaseKeysWritable(info, leaseKeys, req.LeaseRevoke.ID)
+		return c.leaseKeysWritable(req.LeaseRevoke.ID)
 	}
 	return nil
 }
 
-// isPutRequestPermitted checks a put: write on its key, read too when it
-// asks for the previous value, and write on the keys already attached to
-// its lease (whoever cannot revoke a lease must not extend it).
-func (s *Store) isPutRequestPermitted(info Info, r *pb.PutRequest, leaseKeys func(id int64) []string) error {
-	if err := s.IsPutPermitted(info, r.Key); err != nil {
+// requestCheck is the permission check of one request: every key it reads
+// or writes, at any depth of a txn, whichever branch runs. A request is
+// checked by the same function whether it comes alone or as an operation
+// of a txn. It visits each operation once, and each lease once.
+type requestCheck struct {
+	s         *Store
+	info      Info
+	leaseKeys func(id int64) []string
+	leases    map[int64]bool // leases already found writable
+}
+
+// rangeOp checks a range: read on it.
+func (c *requestCheck) rangeOp(r *pb.RangeRequest) error {
+	return c.s.IsRangePermitted(c.info, r.Key, r.RangeEnd)
+}
+
+// put checks a put: write on its key, read too when it asks for the
+// previous value, and write on the keys already attached to its lease
+// (whoever cannot revoke a lease must not extend it).
+func (c *requestCheck) put(r *pb.PutRequest) error {
+	if err := c.s.IsPutPermitted(c.info, r.Key); err != nil {
 		return err
 	}
 	if r.Lease != 0 {
-		if err := s.areLeaseKeysWritable(info, leaseKeys, r.Lease); err != nil {
+		if err := c.leaseKeysWritable(r.Lease); err != nil {
 			return err
 		}
 	}
 	if r.PrevKv {
-		return s.IsRangePermitted(info, r.Key, nil)
+		return c.s.IsRangePermitted(c.info, r.Key, nil)
 	}
 	return nil
 }
 
-// isDeleteRangeRequestPermitted checks a delete: write on the range, and
-// read when it asks for the previous values.
-func (s *Store) isDeleteRangeRequestPermitted(info Info, r *pb.DeleteRangeRequest) error {
-	if err := s.IsDeleteRangePermitted(info, r.Key, r.RangeEnd); err != nil {
+// deleteRange checks a delete: write on the range, and read when it asks
+// for the previous values.
+func (c *requestCheck) deleteRange(r *pb.DeleteRangeRequest) error {
+	if err := c.s.IsDeleteRangePermitted(c.info, r.Key, r.RangeEnd); err != nil {
 		return err
 	}
 	if r.PrevKv {
-		return s.IsRangePermitted(info, r.Key, r.RangeEnd)
+		return c.s.IsRangePermitted(c.info, r.Key, r.RangeEnd)
 	}
 	return nil
 }
 
-// isTxnPermitted checks a txn: read on every compared key, and every
-// operation of both branches, whichever runs.
-func (s *Store) isTxnPermitted(info Info, t *pb.TxnRequest) error {
-	for _, c := range t.Compare {
-		if err := s.IsRangePermitted(info, c.Key, c.RangeEnd); err != nil {
+// txn checks a txn: read on every compared key, and every operation of
+// both branches, nested txns included, whichever runs.
+func (c *requestCheck) txn(t *pb.TxnRequest) error {
+	for _, cmp := range t.Compare {
+		if err := c.s.IsRangePermitted(c.info, cmp.Key, cmp.RangeEnd); err != nil {
 			return err
 		}
 	}
 	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
 		for _, op := range ops {
-			var err error
-			switch {
-			case op.GetRequestRange() != nil:
-				r := op.GetRequestRange()
-				err = s.IsRangePermitted(info, r.Key, r.RangeEnd)
-			case op.GetRequestPut() != nil:
-				r := op.GetRequestPut()
-				if err = s.IsPutPermitted(info, r.Key); err == nil && r.PrevKv {
-					err = s.IsRangePermitted(info, r.Key, nil)
-				}
-			case op.GetRequestDeleteRange() != nil:
-				err = s.isDeleteRangeRequestPermitted(info, op.GetRequestDeleteRange())
-			case op.GetRequestTxn() != nil:
-				err = s.isTxnPermitted(info, op.GetRequestTxn())
-			}
-			if err != nil {
+			if err := c.op(op); err != nil {
 				return err
 			}
 		}
@@ -101,12 +102,43 @@ func (s *Store) isTxnPermitted(info Info, t *pb.TxnRequest) error {
 	return nil
 }
 
-// areLeaseKeysWritable checks write on every key attached to a lease.
-func (s *Store) areLeaseKeysWritable(info Info, leaseKeys func(id int64) []string, id int64) error {
+// op checks one operation of a txn.
+func (c *requestCheck) op(op *pb.RequestOp) error {
+	switch r := op.Request.(type) {
+	case *pb.RequestOp_RequestRange:
+		return c.rangeOp(r.RequestRange)
+	case *pb.RequestOp_RequestPut:
+		return c.put(r.RequestPut)
+	case *pb.RequestOp_RequestDeleteRange:
+		return c.deleteRange(r.RequestDeleteRange)
+	case *pb.RequestOp_RequestTxn:
+		return c.txn(r.RequestTxn)
+	}
+	return nil
+}
+
+// leaseKeysWritable checks write on every key attached to a lease.
+func (c *requestCheck) leaseKeysWritable(id int64) error {
+	if c.leases[id] {
+		return nil
+	}
+	if err := c.s.AreLeaseKeysWritable(c.info, c.leaseKeys(id)); err != nil {
+		return err
+	}
+	if c.leases == nil {
+		c.leases = make(map[int64]bool)
+	}
+	c.leases[id] = true
+	return nil
+}
+
+// AreLeaseKeysWritable checks write on every key attached to a lease, for
+// whoever revokes it, renews it or attaches a key to it.
+func (s *Store) AreLeaseKeysWritable(info Info, keys []string) error {
 	if s.IsAdminPermitted(info) == nil {
 		return nil
 	}
-	for _, k := range leaseKeys(id) {
+	for _, k := range keys {
 		if err := s.IsPutPermitted(info, []byte(k)); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/authpb"
@@ -38,6 +39,12 @@ func TestIsRequestPermitted(t *testing.T) {
 	put := func(user, key string, lease int64, prevKv bool) *pb.InternalRaftRequest {
 		return &pb.InternalRaftRequest{Header: hdr(user), Put: &pb.PutRequest{Key: []byte(key), Lease: lease, PrevKv: prevKv}}
 	}
+	putOp := func(key string, lease int64) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Lease: lease}}}
+	}
+	txn := func(user string, t *pb.TxnRequest) *pb.InternalRaftRequest {
+		return &pb.InternalRaftRequest{Header: hdr(user), Txn: t}
+	}
 	for _, c := range []struct {
 		name string
 		req  *pb.InternalRaftRequest
@@ -56,10 +63,24 @@ func TestIsRequestPermitted(t *testing.T) {
 			{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Success: []*pb.RequestOp{
 				{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("x")}}}}}}}}}}, false},
 		{"revoke a lease of another key", &pb.InternalRaftRequest{Header: hdr("bob"), LeaseRevoke: &pb.LeaseRevokeRequest{ID: 7}}, false},
+		{"txn attaching a lease of writable keys", txn("bob", &pb.TxnRequest{Success: []*pb.RequestOp{putOp("w/x", 8)}}), true},
+		{"txn attaching a lease of another key", txn("bob", &pb.TxnRequest{Success: []*pb.RequestOp{putOp("w/x", 7)}}), false},
+		{"txn attaching it in the failure branch", txn("bob", &pb.TxnRequest{Failure: []*pb.RequestOp{putOp("w/x", 7)}}), false},
+		{"txn attaching it in a nested txn", txn("bob", &pb.TxnRequest{Success: []*pb.RequestOp{
+			{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Failure: []*pb.RequestOp{putOp("w/y", 7)}}}}}}), false},
 	} {
 		if err := s.IsRequestPermitted(c.req, leaseKeys); (err == nil) != c.ok {
 			t.Errorf("%s: %v, want permitted %v", c.name, err, c.ok)
 		}
+	}
+	// A lease named by many puts of one txn is looked up once.
+	lookups := 0
+	many := &pb.TxnRequest{}
+	for i := range 100 {
+		many.Success = append(many.Success, putOp(fmt.Sprintf("w/%d", i), 8))
+	}
+	if err := s.IsRequestPermitted(txn("bob", many), func(int64) []string { lookups++; return []string{"w/b"} }); err != nil || lookups != 1 {
+		t.Errorf("100 puts on one lease: %v after %d lookups of its keys, want permitted after 1", err, lookups)
 	}
 	if err := s.AreLeaseKeysReadable(Info{Username: "bob", Revision: s.Revision()}, []string{"w/a"}); !errors.Is(err, ErrPermissionDenied) {
 		t.Errorf("bob reading w/a: %v, want %v", err, ErrPermissionDenied)

@@ -1,0 +1,232 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/testnet"
+	"github.com/cairnkv/cairn/pkg/etcdref"
+)
+
+// Requests a hostile client may send, answered as etcd 3.7.3 answers them.
+// Each script runs against a new member with auth on: root; alice with
+// READ on exactly /a/k, READWRITE on the prefix /alice/ and WRITE on exactly
+// /wo/key; bob with no role; and leases holding keys of each kind. Its
+// lines must equal the ones etcd gave (the etcd subtests check that they
+// still do, where the reference binary can be had).
+
+type hostile struct {
+	t      *testing.T
+	conn   *grpc.ClientConn
+	kv     pb.KVClient
+	lc     pb.LeaseClient
+	tokens map[string]string
+	leases map[string]int64
+	lines  []string
+}
+
+// hostileLeases are the leases the set-up grants, and the keys put with
+// each: alice may write all of Lalice's and Lwo's keys, only read Lread's,
+// neither of L1's, one of Lmix's.
+var hostileLeases = []struct {
+	name string
+	keys []string
+}{
+	{"L1", []string{"/secret/x"}},
+	{"Lempty", nil},
+	{"Lalice", []string{"/alice/l"}},
+	{"Lwo", []string{"/wo/key"}},
+	{"Lread", []string{"/a/k"}},
+	{"Lmix", []string{"/alice/m", "/secret/m"}},
+}
+
+func newHostile(t *testing.T, endpoint string) *hostile {
+	t.Helper()
+	conn, err := grpc.NewClient(strings.TrimPrefix(endpoint, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	h := &hostile{t: t, conn: conn, kv: pb.NewKVClient(conn), lc: pb.NewLeaseClient(conn),
+		tokens: map[string]string{}, leases: map[string]int64{}}
+	h.setUp(pb.NewAuthClient(conn))
+	return h
+}
+
+func (h *hostile) setUp(ac pb.AuthClient) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must := func(_ any, err error) {
+		h.t.Helper()
+		if err != nil {
+			h.t.Fatalf("set-up: %v", err)
+		}
+	}
+	must(ac.UserAdd(ctx, &pb.AuthUserAddRequest{Name: "root", Password: "rootpw"}))
+	must(ac.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "root", Role: "root"}))
+	must(ac.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: "ra"}))
+	for _, p := range []*authpb.Permission{
+		{PermType: authpb.READ, Key: []byte("/a/k")},
+		{PermType: authpb.READWRITE, Key: []byte("/alice/"), RangeEnd: []byte("/alice0")},
+		{PermType: authpb.WRITE, Key: []byte("/wo/key")},
+	} {
+		must(ac.RoleGrantPermission(ctx, &pb.AuthRoleGrantPermissionRequest{Name: "ra", Perm: p}))
+	}
+	must(ac.UserAdd(ctx, &pb.AuthUserAddRequest{Name: "alice", Password: "alicepw"}))
+	must(ac.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "alice", Role: "ra"}))
+	must(ac.UserAdd(ctx, &pb.AuthUserAddRequest{Name: "bob", Password: "bobpw"}))
+	for _, l := range hostileLeases {
+		g, err := h.lc.LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: 600})
+		must(g, err)
+		h.leases[l.name] = g.ID
+		for _, k := range l.keys {
+			must(h.kv.Put(ctx, &pb.PutRequest{Key: []byte(k), Value: []byte("v"), Lease: g.ID}))
+		}
+	}
+	must(ac.AuthEnable(ctx, &pb.AuthEnableRequest{}))
+	for _, u := range []string{"root", "alice", "bob"} {
+		r, err := ac.Authenticate(ctx, &pb.AuthenticateRequest{Name: u, Password: u + "pw"})
+		must(r, err)
+		h.tokens[u] = r.Token
+	}
+}
+
+// ctx carries who's token ("anon": none).
+func (h *hostile) ctx(who string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if tok, ok := h.tokens[who]; ok {
+		ctx = metadata.AppendToOutgoingContext(ctx, "token", tok)
+	}
+	return ctx, cancel
+}
+
+// record adds one line: what, then ok and out, or the error's code and text.
+func (h *hostile) record(what, out string, err error) {
+	if err != nil {
+		st := status.Convert(err)
+		h.lines = append(h.lines, fmt.Sprintf("%s: %s %s", what, st.Code(), st.Message()))
+		return
+	}
+	h.lines = append(h.lines, strings.TrimSpace(what+": ok "+out))
+}
+
+func (h *hostile) txn(who, what string, req *pb.TxnRequest) {
+	ctx, cancel := h.ctx(who)
+	defer cancel()
+	r, err := h.kv.Txn(ctx, req)
+	h.record(who+" "+what, fmt.Sprintf("succeeded=%v", r.GetSucceeded()), err)
+}
+
+func opPut(key string, lease int64) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: []byte("v"), Lease: lease}}}
+}
+
+func opRange(r *pb.RangeRequest) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: r}}
+}
+
+func opTxn(t *pb.TxnRequest) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: t}}
+}
+
+// neverTrue is a compare that fails: /alice/c does not exist.
+var neverTrue = &pb.Compare{Key: []byte("/alice/c"), Target: pb.Compare_VERSION, Result: pb.Compare_GREATER, TargetUnion: &pb.Compare_Version{Version: 5}}
+
+// compareOps are n compares that hold.
+func compares(n int) []*pb.Compare {
+	c := make([]*pb.Compare, n)
+	for i := range c {
+		c[i] = &pb.Compare{Key: []byte("/alice/c"), Target: pb.Compare_VERSION, Result: pb.Compare_LESS, TargetUnion: &pb.Compare_Version{Version: 5}}
+	}
+	return c
+}
+
+// ranges are n range operations.
+func ranges(n int) []*pb.RequestOp {
+	ops := make([]*pb.RequestOp, n)
+	for i := range ops {
+		ops[i] = opRange(&pb.RangeRequest{Key: fmt.Appendf(nil, "/alice/%d", i)})
+	}
+	return ops
+}
+
+// runHostile runs script on a cairn member and wants etcd 3.7.3's lines;
+// the etcd subtest checks them on the reference binary.
+func runHostile(t *testing.T, script func(*hostile), want []string) {
+	t.Run("cairn", func(t *testing.T) {
+		curl, _, _ := startMember(t, server.Config{})
+		h := newHostile(t, curl)
+		script(h)
+		if diff := diffLines(want, h.lines); diff != "" {
+			t.Errorf("cairn answers otherwise than etcd:\n%s", diff)
+		}
+	})
+	t.Run("etcd", func(t *testing.T) {
+		h := newHostile(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t)))
+		script(h)
+		if !slices.Equal(h.lines, want) {
+			t.Errorf("etcd answers otherwise than the test expects:\n%s", strings.Join(h.lines, "\n"))
+		}
+	})
+}
+
+// leaseAttachScript: a put names a lease, alone or in any branch of a txn
+// at any depth (taken or not).
+func leaseAttachScript(h *hostile) {
+	for _, who := range []string{"alice", "bob", "root"} {
+		for _, l := range hostileLeases {
+			id, key := h.leases[l.name], "/alice/p"
+			ctx, cancel := h.ctx(who)
+			_, err := h.kv.Put(ctx, &pb.PutRequest{Key: []byte(key), Value: []byte("v"), Lease: id})
+			cancel()
+			h.record(who+" put "+l.name, "", err)
+			h.txn(who, "txn success put "+l.name, &pb.TxnRequest{Success: []*pb.RequestOp{opPut(key, id)}})
+			h.txn(who, "txn failure put "+l.name, &pb.TxnRequest{Compare: []*pb.Compare{neverTrue}, Failure: []*pb.RequestOp{opPut(key, id)}})
+			h.txn(who, "txn put in the branch not taken "+l.name, &pb.TxnRequest{Compare: []*pb.Compare{neverTrue}, Success: []*pb.RequestOp{opPut(key, id)}})
+			h.txn(who, "txn nested put "+l.name, &pb.TxnRequest{Success: []*pb.RequestOp{opTxn(&pb.TxnRequest{Success: []*pb.RequestOp{opPut(key, id)}})}})
+			h.txn(who, "txn nested put not taken "+l.name, &pb.TxnRequest{Success: []*pb.RequestOp{opTxn(&pb.TxnRequest{Compare: []*pb.Compare{neverTrue}, Success: []*pb.RequestOp{opPut(key, id)}})}})
+		}
+	}
+}
+
+// TestLeaseAttachInTxnAsEtcd: attaching a lease needs write on every key
+// already attached to it, in a txn as in a put; alice's txn must not
+// extend the life of root's /secret/x.
+func TestLeaseAttachInTxnAsEtcd(t *testing.T) {
+	var want []string
+	denied := "PermissionDenied etcdserver: permission denied"
+	for _, who := range []string{"alice", "bob", "root"} {
+		for _, l := range hostileLeases {
+			// alice may attach a lease whose keys she may all write; bob may
+			// write no /alice/ key at all.
+			ok := who == "root" || (who == "alice" && (l.name == "Lempty" || l.name == "Lalice" || l.name == "Lwo"))
+			line := func(what, out string) {
+				if ok {
+					want = append(want, strings.TrimSpace(fmt.Sprintf("%s %s %s: ok %s", who, what, l.name, out)))
+				} else {
+					want = append(want, fmt.Sprintf("%s %s %s: %s", who, what, l.name, denied))
+				}
+			}
+			line("put", "")
+			line("txn success put", "succeeded=true")
+			line("txn failure put", "succeeded=false")
+			line("txn put in the branch not taken", "succeeded=false")
+			line("txn nested put", "succeeded=true")
+			line("txn nested put not taken", "succeeded=true")
+		}
+	}
+	runHostile(t, leaseAttachScript, want)
+}
