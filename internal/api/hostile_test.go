@@ -230,3 +230,73 @@ func TestLeaseAttachInTxnAsEtcd(t *testing.T) {
 	}
 	runHostile(t, leaseAttachScript, want)
 }
+
+// keepAlive renews the leases named, one after the other, on one stream as
+// who, and records the answers: a refusal ends the stream.
+func (h *hostile) keepAlive(who string, names ...string) {
+	ctx, cancel := h.ctx(who)
+	defer cancel()
+	what := who + " keepalive " + strings.Join(names, " then ")
+	s, err := h.lc.LeaseKeepAlive(ctx)
+	if err != nil {
+		h.record(what, "", err)
+		return
+	}
+	var ttls []string
+	for _, name := range names {
+		id, ok := h.leases[name]
+		if !ok {
+			id = 0x7777 // never granted
+		}
+		if err := s.Send(&pb.LeaseKeepAliveRequest{ID: id}); err != nil {
+			h.record(what, "", err)
+			return
+		}
+		r, err := s.Recv()
+		if err != nil {
+			h.record(what, "", err)
+			return
+		}
+		ttls = append(ttls, fmt.Sprintf("id=%v live=%v", r.ID == id, r.TTL > 0))
+	}
+	h.record(what, strings.Join(ttls, " "), nil)
+}
+
+// TestLeaseKeepAliveAsEtcd: renewing a lease needs write on every key
+// attached to it, as revoking it does; a refusal ends the stream with
+// PermissionDenied. A lease with no keys, or none granted, anyone may renew.
+func TestLeaseKeepAliveAsEtcd(t *testing.T) {
+	const denied = "PermissionDenied etcdserver: permission denied"
+	want := []string{
+		"alice keepalive L1: " + denied,
+		"alice keepalive Lempty: ok id=true live=true",
+		"alice keepalive Lalice: ok id=true live=true",
+		"alice keepalive Lwo: ok id=true live=true",
+		"alice keepalive Lread: " + denied,
+		"alice keepalive Lmix: " + denied,
+		"alice keepalive missing: ok id=true live=false",
+		"bob keepalive L1: " + denied,
+		"bob keepalive Lempty: ok id=true live=true",
+		"bob keepalive Lalice: " + denied,
+		"bob keepalive Lwo: " + denied,
+		"bob keepalive Lread: " + denied,
+		"bob keepalive Lmix: " + denied,
+		"bob keepalive missing: ok id=true live=false",
+		"root keepalive L1: ok id=true live=true",
+		"root keepalive Lmix: ok id=true live=true",
+		"anon keepalive Lempty: InvalidArgument etcdserver: user name is empty",
+		"alice keepalive Lempty then L1 then Lempty: " + denied,
+	}
+	runHostile(t, func(h *hostile) {
+		for _, who := range []string{"alice", "bob"} {
+			for _, l := range hostileLeases {
+				h.keepAlive(who, l.name)
+			}
+			h.keepAlive(who, "missing")
+		}
+		h.keepAlive("root", "L1")
+		h.keepAlive("root", "Lmix")
+		h.keepAlive("anon", "Lempty")
+		h.keepAlive("alice", "Lempty", "L1", "Lempty")
+	}, want)
+}

@@ -60,6 +60,13 @@ func (l *leaseServer) keepAlive(stream grpc.BidiStreamingServer[pb.LeaseKeepAliv
 		if err != nil {
 			return err
 		}
+		// auth: renewing a lease needs write on every key attached to it,
+		// as revoking it does; a refusal ends the stream, as in etcd.
+		if as := l.a.s.AuthStore(); as.Enabled() {
+			if err := as.AreLeaseKeysWritable(callerInfo(stream.Context()), l.a.s.Store().LeaseKeys(req.ID)); err != nil {
+				return toGRPC(err)
+			}
+		}
 		ttl, err := l.a.s.LeaseRenew(stream.Context(), req.ID)
 		if err != nil && toGRPC(err) != toGRPC(lease.ErrLeaseNotFound) {
 			return toGRPC(err)
