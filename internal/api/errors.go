@@ -46,6 +46,9 @@ var grpcErrors = map[error]error{
 	server.ErrNotEnoughStarted:    rpctypes.ErrGRPCMemberNotEnoughStarted,
 	server.ErrBadLeaderTransferee: rpctypes.ErrGRPCBadLeaderTransferee,
 
+	server.ErrTimeoutDueToLeaderFail:     rpctypes.ErrGRPCTimeoutDueToLeaderFail,
+	server.ErrTimeoutDueToConnectionLost: rpctypes.ErrGRPCTimeoutDueToConnectionLost,
+
 	server.ErrWrongDowngradeVersionFormat:   rpctypes.ErrGRPCWrongDowngradeVersionFormat,
 	server.ErrInvalidDowngradeTargetVersion: rpctypes.ErrGRPCInvalidDowngradeTargetVersion,
 	server.ErrClusterVersionUnavailable:     rpctypes.ErrGRPCClusterVersionUnavailable,

@@ -25,6 +25,8 @@ type Watch struct {
 	long          chan struct{} // closed once leaderless for grace; renewed when a leader is known
 	timer         *time.Timer   // runs while there is no leader and long is open
 	noLeader      bool
+	lead          uint64
+	elected       time.Time // when lead became known; zero before the first leader
 }
 
 // New starts without a leader, as a member does; Lost closes once there
@@ -42,6 +44,10 @@ func (l *Watch) Set(lead uint64) {
 	defer l.mu.Unlock()
 	l.cancelChanged()
 	l.changed, l.cancelChanged = context.WithCancel(context.Background())
+	if lead != 0 && lead != l.lead {
+		l.elected = time.Now()
+	}
+	l.lead = lead
 	if lead != 0 {
 		l.noLeader = false
 		if l.timer != nil {
@@ -68,6 +74,14 @@ func (l *Watch) Set(lead uint64) {
 			l.timer = nil
 		}
 	})
+}
+
+// Elected returns when the member learnt of its current leader, or of the
+// last one it had when it has none now; zero if it never had one.
+func (l *Watch) Elected() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.elected
 }
 
 // Changed is closed at the next change of leader.

@@ -39,3 +39,29 @@ func TestWatch(t *testing.T) {
 	default:
 	}
 }
+
+// TestElected: Elected is when the current leader became known, kept while
+// there is none, and moved only by another leader.
+func TestElected(t *testing.T) {
+	w := New(time.Hour)
+	defer w.Stop()
+	if !w.Elected().IsZero() {
+		t.Fatalf("Elected before any leader: %v", w.Elected())
+	}
+	before := time.Now()
+	w.Set(1)
+	first := w.Elected()
+	if first.Before(before) || first.After(time.Now()) {
+		t.Fatalf("Elected %v, want the time of Set(1), after %v", first, before)
+	}
+	w.Set(1) // the same leader again
+	w.Set(0)
+	if got := w.Elected(); !got.Equal(first) {
+		t.Fatalf("Elected %v after the same leader and then none, want %v", got, first)
+	}
+	mid := time.Now()
+	w.Set(2)
+	if got := w.Elected(); got.Before(mid) {
+		t.Fatalf("Elected %v after a new leader, want the time of Set(2), after %v", got, mid)
+	}
+}

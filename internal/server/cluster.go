@@ -143,6 +143,7 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	if s.leaderID.Load() == 0 {
 		return ErrNoLeader
 	}
+	start := time.Now()
 	id := s.reqIDs.get()
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
@@ -157,7 +158,7 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 		return res.err
 	case <-ctx.Done():
 		s.waiters.Cancel(id)
-		return s.waitError(ctx)
+		return s.waitError(ctx, start)
 	case <-s.stopc:
 		return ErrStopped
 	}

@@ -37,3 +37,10 @@ var (
 	ErrClusterVersionUnavailable     = clusterversion.ErrClusterVersionUnavailable
 	ErrDowngradeInProcess            = clusterversion.ErrDowngradeInProcess
 )
+
+// A proposal's timeout when a change of leader or a lost connection to
+// peers likely caused it (timeoutError), as etcd words it.
+var (
+	ErrTimeoutDueToLeaderFail     = errors.New("etcdserver: request timed out, possibly due to previous leader failure")
+	ErrTimeoutDueToConnectionLost = errors.New("etcdserver: request timed out, possibly due to connection lost")
+)

@@ -57,12 +57,13 @@ func (s *Server) ProposeCompaction(ctx context.Context, req *pb.CompactionReques
 // propose replicates req and waits for its result, timed for the metrics.
 func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
 	start := time.Now()
-	res, err := s.replicate(ctx, req)
+	res, err := s.replicate(ctx, req, start)
 	s.metrics.Request(requestType(req), err == nil && res.err == nil, time.Since(start))
 	return res, err
 }
 
-func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (applyResult, error) {
+// replicate proposes req, which started at start, and waits for its result.
+func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, start time.Time) (applyResult, error) {
 	id := s.reqIDs.get()
 	req.Header = &pb.RequestHeader{ID: id}
 	if ai, ok := auth.InfoFrom(ctx); ok { // auth: who proposes, checked at apply
@@ -91,24 +92,85 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest) (ap
 		return res, nil
 	case <-ctx.Done():
 		s.waiters.Cancel(id)
-		return applyResult{}, s.waitError(ctx)
+		return applyResult{}, s.waitError(ctx, start)
 	case <-timeout:
 		s.waiters.Cancel(id)
-		return applyResult{}, s.waitError(ctx)
+		return applyResult{}, s.waitError(ctx, start)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
 	}
 }
 
-// waitError is the error of a proposal raft took but that was not applied
-// before ctx ended or the request timed out: its outcome is unknown, so
-// never ErrNoLeader.
-func (s *Server) waitError(ctx context.Context) error {
+// waitError is the error of a proposal raft took at start but that was not
+// applied before ctx ended or the request timed out: its outcome is
+// unknown, so never ErrNoLeader.
+func (s *Server) waitError(ctx context.Context, start time.Time) error {
 	s.proposalsFailed.Add(1)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}
-	return ErrTimeout
+	var voters []uint64
+	for _, m := range s.members.list() {
+		if !m.IsLearner {
+			voters = append(voters, m.ID)
+		}
+	}
+	return timeoutError(proposalTimeout{
+		start: start, elected: s.leaderless.Elected(), election: s.cfg.ElectionTimeout,
+		self: s.id, lead: s.leaderID.Load(), voters: voters, activeSince: s.transport.ActiveSince,
+	})
+}
+
+// proposalTimeout is what this member knows, when a proposal times out,
+// of what may have lost it.
+type proposalTimeout struct {
+	start    time.Time     // when the proposal started
+	elected  time.Time     // when this member learnt of its current (or last) leader
+	election time.Duration // the election timeout
+	self     uint64
+	lead     uint64   // the leader now; 0: none
+	voters   []uint64 // the voting members, self included
+	// activeSince is since when a peer's messages have reached this member
+	// without a break; zero while they do not.
+	activeSince func(peer uint64) time.Time
+}
+
+// timeoutError is the error of a proposal that timed out, as etcd answers:
+//   - it started in the two election timeouts (longer than an election
+//     takes) before the current leader took over: it was likely lost with
+//     the previous leader, ErrTimeoutDueToLeaderFail;
+//   - the member leads and has not heard from a quorum of voters without a
+//     break since the proposal started, or follows a leader it has not heard
+//     from without a break since then: ErrTimeoutDueToConnectionLost;
+//   - else (no leader now, among others) ErrTimeout.
+func timeoutError(p proposalTimeout) error {
+	if p.start.Before(p.elected) && p.start.After(p.elected.Add(-2*p.election)) {
+		return ErrTimeoutDueToLeaderFail
+	}
+	heardSince := func(peer uint64) bool {
+		t := p.activeSince(peer)
+		return !t.IsZero() && !t.After(p.start)
+	}
+	switch p.lead {
+	case 0:
+		return ErrTimeout
+	case p.self:
+		heard := 0
+		for _, id := range p.voters {
+			if id == p.self || heardSince(id) {
+				heard++
+			}
+		}
+		if heard <= len(p.voters)/2 {
+			return ErrTimeoutDueToConnectionLost
+		}
+		return ErrTimeout
+	default:
+		if !heardSince(p.lead) {
+			return ErrTimeoutDueToConnectionLost
+		}
+		return ErrTimeout
+	}
 }
 
 // proposeError turns a proposal that raft did not take (err from
