@@ -188,12 +188,12 @@ func (w *watchStream) create(cr *pb.WatchCreateRequest) {
 	got, err := w.ms.Watch(id, key, end, cr.StartRevision, opts)
 	resp := &pb.WatchResponse{Header: w.a.header(0), WatchId: int64(got), Created: true}
 	if err != nil {
-		resp.WatchId = int64(id)
-		if id == store.AutoWatchID {
-			resp.WatchId = -1
-		}
+		// As etcd: no ID whatever was asked, and the reason as the
+		// message of the error's gRPC status ("etcdserver: mvcc: required
+		// revision has been compacted" for a negative start revision).
+		resp.WatchId = -1
 		resp.Canceled = true
-		resp.CancelReason = err.Error()
+		resp.CancelReason = status.Convert(toGRPC(err)).Message()
 	} else {
 		if cr.ProgressNotify {
 			w.progress[got] = true

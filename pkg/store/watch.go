@@ -142,8 +142,12 @@ func (ws *WatchStream) Chan() <-chan WatchResponse { return ws.ch }
 
 // Watch starts a watcher on [key, end) (empty end: the key alone; "\x00":
 // every key from key on) from startRev (0: the next revision). id is the
-// watcher's ID, or AutoWatchID.
+// watcher's ID, or AutoWatchID. A negative startRev is refused with
+// ErrCompacted, as etcd does: it names no revision the store can serve.
 func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts WatchOptions) (WatchID, error) {
+	if startRev < 0 {
+		return 0, ErrCompacted
+	}
 	if len(end) > 0 && !isInfiniteEnd(end) && bytes.Compare(key, end) >= 0 {
 		return 0, ErrEmptyWatcherRange
 	}
