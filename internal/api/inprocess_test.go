@@ -31,7 +31,7 @@ func (m *inProcessMember) stop() {
 
 // startInProcess starts a cluster of n members on free loopback ports and
 // waits until they are ready; configure, if not nil, adjusts each member's configuration.
-func startInProcess(t *testing.T, n int, configure func(*server.Config)) []*inProcessMember {
+func startInProcess(t testing.TB, n int, configure func(*server.Config)) []*inProcessMember {
 	t.Helper()
 	var names, curls, purls, initial []string
 	for i := 1; i <= n; i++ {
