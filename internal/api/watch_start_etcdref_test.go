@@ -18,8 +18,10 @@ import (
 )
 
 // watchStartScript creates watchers on a new member at endpoint with start
-// revisions negative, zero and in the past, with a duplicate ID or an
-// empty range besides, writes, and compacts; it reports every response, all its fields
+// revisions negative, zero, in the past, one past the store's and far in
+// the future, with a duplicate ID or an empty range besides, asks for
+// progress notifications while a watcher starts in the future, writes up
+// to that start, and compacts; it reports every response, all its fields
 // but the cluster and member IDs. Responses that answer one step are
 // sorted: the order between watchers is not the point.
 func watchStartScript(t *testing.T, endpoint string) []string {
@@ -101,14 +103,17 @@ func watchStartScript(t *testing.T, endpoint string) []string {
 		return &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{
 			Key: []byte(key), RangeEnd: []byte(end), StartRevision: start, WatchId: id}}}
 	}
+	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
 	created := func(r *pb.WatchResponse) bool { return r.Created }
 	// A watcher of key m is the marker: the event of a write on m ends a
 	// step, after every response of the revisions before it (the stream
 	// sends each watcher's in order, and whole revisions one after the
 	// other).
+	markRev := int64(0)
 	mark := func() {
 		t.Helper()
 		rev := put("m")
+		markRev = rev
 		read(nil, func(r *pb.WatchResponse) bool {
 			return r.WatchId == 0 && len(r.Events) > 0 && r.Events[len(r.Events)-1].Kv.ModRevision == rev
 		})
@@ -137,6 +142,31 @@ func watchStartScript(t *testing.T, endpoint string) []string {
 	mark()   // 6
 	step("a write on k")
 
+	// Progress while a watcher starts in the future: a watcher created
+	// after the request, then a write on m, mark the end of what the
+	// request may bring.
+	for _, ahead := range []int64{50, 2, 1} {
+		id := 20 + ahead
+		read([]*pb.WatchRequest{create("k", "", markRev+ahead, id)}, created)
+		step(fmt.Sprintf("start current+%d", ahead))
+		read([]*pb.WatchRequest{progress, create("n", "", 0, 100+id)}, created)
+		mark()
+		step(fmt.Sprintf("progress with a watcher at current+%d", ahead))
+		read([]*pb.WatchRequest{{RequestUnion: &pb.WatchRequest_CancelRequest{CancelRequest: &pb.WatchCancelRequest{WatchId: id}}}},
+			func(r *pb.WatchResponse) bool { return r.Canceled })
+		step(fmt.Sprintf("cancel the watcher that was at current+%d", ahead))
+	}
+	start := markRev + 2
+	read([]*pb.WatchRequest{create("k", "", start, 24)}, created)
+	step("start current+2")
+	put("k")
+	put("k")
+	mark()
+	step("writes past current+2")
+	read([]*pb.WatchRequest{progress, create("n", "", 0, 25)}, created)
+	mark()
+	step("progress, every watcher current")
+
 	if _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +181,8 @@ func watchStartScript(t *testing.T, endpoint string) []string {
 // a cairn member and wants the same responses. etcd refuses a negative
 // start revision as compacted (created and canceled, no ID, the reason
 // "etcdserver: mvcc: required revision has been compacted", compact
-// revision 0) and its stream goes on serving.
+// revision 0) and its stream goes on serving; it sends no progress
+// notification while a watcher starts beyond the next revision.
 func TestWatchStartRevisionsAsEtcd(t *testing.T) {
 	want := watchStartScript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t)))
 	curl, _, _ := startMember(t, server.Config{})

@@ -73,7 +73,10 @@ type watcher struct {
 	// has delivered everything up to its notifiedRev, so minRev only matters
 	// when it lies in the future.
 	minRev int64
-	synced bool
+	// startRev is the start revision the watcher was created with (0:
+	// from the next revision on).
+	startRev int64
+	synced   bool
 }
 
 // watchHub delivers the store's changes to watchers. Synced watchers get
@@ -172,7 +175,7 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	} else if ws.watchers[id] != nil {
 		return 0, ErrDuplicateWatchID
 	}
-	w := &watcher{id: id, stream: ws, rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev}
+	w := &watcher{id: id, stream: ws, rng: watchRange{string(key), string(end)}, opts: opts, minRev: startRev, startRev: startRev}
 	if startRev == 0 {
 		// The revisions after the store's: a writer publishes its
 		// revision before it notifies (under mu), and the watcher must
@@ -210,7 +213,7 @@ func (ws *WatchStream) RequestProgress(id WatchID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dispatchQueued() // so that the revision is the store's, as far as it can be
-	if w := ws.watchers[id]; w != nil && w.synced {
+	if w := ws.watchers[id]; w != nil && h.current(w) {
 		h.trySend(ws, WatchResponse{WatchID: id, Revision: h.notifiedRev})
 	}
 }
@@ -223,11 +226,22 @@ func (ws *WatchStream) RequestProgressAll() bool {
 	defer h.mu.Unlock()
 	h.dispatchQueued()
 	for _, w := range ws.watchers {
-		if !w.synced {
+		if !h.current(w) {
 			return false
 		}
 	}
 	return h.trySend(ws, WatchResponse{WatchID: ProgressAllWatchID, Revision: h.notifiedRev})
+}
+
+// current tells whether a progress notification at notifiedRev is true for
+// w: it is synced, and the store has reached its start revision. A client
+// resumes a watcher after the revision of its last progress notification
+// (clientv3 does), so one sent to a watcher that starts in the future
+// would make it resume below its start revision, on a member that is
+// behind the others. etcd sends none there either, not even when the start
+// revision is the next one.
+func (h *watchHub) current(w *watcher) bool {
+	return w.synced && w.startRev <= h.notifiedRev
 }
 
 // Close cancels every watcher of the stream and closes its channel.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -36,5 +37,53 @@ func TestWatchNegativeStartIsCompacted(t *testing.T) {
 	<-done
 	if _, err := ws.Watch(AutoWatchID, []byte("k"), nil, -1, WatchOptions{}); err != ErrCompacted {
 		t.Errorf("start -1 after a compaction: %v, want ErrCompacted", err)
+	}
+}
+
+// TestWatchFutureStartRevision: a watcher that starts at R, beyond the
+// store's revision r, gets exactly the events of R..R+5, and no progress
+// notification before the store has reached R (a client resumes a watcher
+// after the revision of its last notification, and would resume it below
+// R), however often progress is asked for.
+func TestWatchFutureStartRevision(t *testing.T) {
+	s := openTestStore(t)
+	for range 3 {
+		mustPut(t, s, "k", "v") // revisions 2..4
+	}
+	r := s.Rev()
+	start := r + 5
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	id, err := ws.Watch(AutoWatchID, []byte("k"), nil, start, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []int64
+	take := func(resp WatchResponse) {
+		t.Helper()
+		if resp.WatchID != id && resp.WatchID != ProgressAllWatchID {
+			t.Fatalf("response of watcher %d", resp.WatchID)
+		}
+		if len(resp.Events) == 0 && resp.Revision < start {
+			t.Errorf("progress notification at %d, before the start revision %d", resp.Revision, start)
+		}
+		for _, ev := range resp.Events {
+			events = append(events, ev.Kv.ModRevision)
+		}
+	}
+	for rev := r + 1; rev <= start+5; rev++ {
+		mustPut(t, s, "k", "v")
+		ws.RequestProgress(id)
+		ws.RequestProgressAll()
+		for len(ws.Chan()) > 0 {
+			take(<-ws.Chan())
+		}
+	}
+	for len(events) < 6 {
+		take(nextResponse(t, ws))
+	}
+	want := []int64{start, start + 1, start + 2, start + 3, start + 4, start + 5}
+	if !slices.Equal(events, want) {
+		t.Errorf("events at %v, want %v", events, want)
 	}
 }
