@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -275,6 +276,7 @@ func coalesce(batch []store.WatchResponse) []outgoing {
 // send turns a response into gRPC responses: events, a progress
 // notification, or the end of a compacted watcher.
 func (w *watchStream) send(o outgoing) error {
+	failpoint.Hit("beforeSendWatchResponse")
 	r := o.r
 	w.mu.Lock()
 	fragment := w.fragment[r.WatchID]

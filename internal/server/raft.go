@@ -95,9 +95,11 @@ func (s *Server) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
+	failpoint.Hit("raftBeforeSave")
 	if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
 		return fmt.Errorf("save wal: %w", err)
 	}
+	failpoint.Hit("raftAfterSave")
 	if hasSnapshot {
 		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("apply snapshot to raft storage: %w", err)

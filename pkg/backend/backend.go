@@ -691,6 +691,7 @@ func (b *Backend) Defrag() error {
 	}
 	tmp := b.cfg.Path + ".defrag"
 	os.Remove(tmp)
+	failpoint.Hit("defragBeforeCopy")
 	b.dbMu.RLock()
 	err := boltfile.CompactTo(b.db, tmp, 0o600)
 	b.dbMu.RUnlock()

@@ -7,14 +7,15 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Enabled reports whether this binary was built with the failpoints tag.
 const Enabled = true
 
-// point is an armed crash point: it fires at hit number at.
+// point is an armed point and the hits it has counted.
 type point struct {
-	at   int64
+	Action
 	hits atomic.Int64
 }
 
@@ -23,18 +24,23 @@ var (
 	armed     map[string]*point
 )
 
-// Hit counts a hit of the named point and, when CAIRN_FAILPOINTS arms it for
-// this hit, kills the process.
+// Hit counts a hit of the named point and does what CAIRN_FAILPOINTS arms
+// it to do at this hit: kill the process, or sleep.
 func Hit(name string) {
 	parseOnce.Do(load)
 	p := armed[name]
 	if p == nil {
 		return
 	}
-	if p.hits.Add(1) != p.at {
+	n := p.hits.Add(1)
+	if !p.acts(n) {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "failpoint %s: crash (hit %d)\n", name, p.at)
+	if p.Sleep != 0 {
+		time.Sleep(p.Sleep)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "failpoint %s: crash (hit %d)\n", name, n)
 	crash()
 }
 
@@ -47,8 +53,8 @@ func load() {
 		os.Exit(2)
 	}
 	armed = make(map[string]*point, len(pts))
-	for name, at := range pts {
-		armed[name] = &point{at: at}
-		fmt.Fprintf(os.Stderr, "failpoint %s: armed, crash at hit %d\n", name, at)
+	for name, a := range pts {
+		armed[name] = &point{Action: a}
+		fmt.Fprintf(os.Stderr, "failpoint %s: armed, %v\n", name, a)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // helperEnv makes the test binary, started again by TestCrash, run the
@@ -20,8 +21,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		for i := 1; i <= 5; i++ {
 			Hit("other")
+			start := time.Now()
 			Hit("p")
 			fmt.Printf("survived hit %d\n", i)
+			fmt.Fprintf(os.Stderr, "hit %d took %d ms\n", i, time.Since(start).Milliseconds())
 		}
 		os.Exit(0)
 	}
@@ -74,5 +77,60 @@ func TestBadSpecExits(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "unknown action") {
 		t.Errorf("stderr %q", stderr)
+	}
+}
+
+// tookMS returns how long each of the helper's five hits of p took, from
+// its stderr.
+func tookMS(t *testing.T, stderr string) [5]int64 {
+	t.Helper()
+	var took [5]int64
+	found := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		var i int
+		var ms int64
+		if _, err := fmt.Sscanf(line, "hit %d took %d ms", &i, &ms); err == nil && i >= 1 && i <= 5 {
+			took[i-1] = ms
+			found++
+		}
+	}
+	if found != 5 {
+		t.Fatalf("stderr %q does not time five hits", stderr)
+	}
+	return took
+}
+
+// TestSleep: a sleeping point holds the hits it is armed for, and only
+// those, and the process goes on.
+func TestSleep(t *testing.T) {
+	const d = 200 // ms; the hits not armed take microseconds
+	for _, tc := range []struct {
+		spec  string
+		slept string // hits 1..5: x slept
+	}{
+		{"p=sleep(200ms)@3", "..x.."},
+		{"p=2*sleep(200ms)", "xx..."},
+	} {
+		stdout, stderr, err := runHelper(t, tc.spec)
+		if err != nil {
+			t.Fatalf("%s: helper: %v\n%s", tc.spec, err, stderr)
+		}
+		if strings.Count(stdout, "survived") != 5 {
+			t.Errorf("%s: stdout %q", tc.spec, stdout)
+		}
+		got := ""
+		for _, ms := range tookMS(t, stderr) {
+			if ms >= d {
+				got += "x"
+			} else {
+				got += "."
+			}
+		}
+		if got != tc.slept {
+			t.Errorf("%s: slept at hits %s, want %s (stderr %q)", tc.spec, got, tc.slept, stderr)
+		}
+		if !strings.Contains(stderr, "failpoint p: armed, sleep 200ms at ") {
+			t.Errorf("%s: stderr %q does not say the point is armed", tc.spec, stderr)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // Compact schedules a compaction at rev: reads below rev fail with
@@ -173,6 +175,7 @@ func (c *compactor) compact(job compactionJob) error {
 		}
 		finished := scanned < s.cfg.CompactionBatchLimit
 		if err == nil && finished {
+			failpoint.Hit("compactBeforeSetFinishedCompact")
 			err = wt.Put(BucketMeta, MetaFinishedCompactRev, RevisionKey(Revision{Main: job.rev}, false))
 		}
 		if uerr := wt.Unlock(); err == nil {
@@ -184,6 +187,7 @@ func (c *compactor) compact(job compactionJob) error {
 		}
 		s.stats.CompactedKeys.Add(int64(len(doomed)))
 		if finished {
+			failpoint.Hit("compactAfterSetFinishedCompact")
 			since(s.stats.OnCompaction, began)
 			s.stats.LastCompaction.Store(time.Now().Unix())
 			if job.hasher != nil {
