@@ -226,8 +226,23 @@ func (g *gen) lease() int64 {
 func (g *gen) pick64(s []int64) int64 { return s[g.r.IntN(len(s))] }
 
 func (g *gen) put() *pb.PutRequest {
-	return &pb.PutRequest{Key: []byte(g.pick(keys)), Value: []byte(g.pick(values)),
+	p := &pb.PutRequest{Key: []byte(g.pick(keys)), Value: []byte(g.pick(values)),
 		PrevKv: g.chance(0.4), Lease: g.lease()}
+	// Keep the value or the lease the key has (an error where it has none,
+	// or where the request gives one all the same).
+	if g.chance(0.05) {
+		p.IgnoreValue = true
+		if g.chance(0.8) {
+			p.Value = nil
+		}
+	}
+	if g.chance(0.05) {
+		p.IgnoreLease = true
+		if g.chance(0.8) {
+			p.Lease = 0
+		}
+	}
+	return p
 }
 
 func (g *gen) deleteRange() *pb.DeleteRangeRequest {

@@ -33,6 +33,9 @@ const (
 	outNotLearner  = "etcdserver: can only promote a learner member"
 	outNoKey       = "etcdserver: key is not provided"
 	outWatchEmpty  = "mvcc: watcher range is empty"
+	outKeyAbsent   = "etcdserver: key not found"
+	outValueGiven  = "etcdserver: value is provided"
+	outLeaseGiven  = "etcdserver: lease is provided"
 )
 
 // Identities that are not users of the store.
@@ -264,6 +267,9 @@ func (m *model) verdict(user string, req any) string {
 	if noKey(req) {
 		return outNoKey // checked before anything else
 	}
+	if out := putConflict(req); out != outOK {
+		return out // checked as early
+	}
 	if out := m.identityCheck(user); out != outOK {
 		return out
 	}
@@ -288,8 +294,11 @@ func (m *model) failure(req any) string {
 			return outCompacted
 		}
 	case *pb.PutRequest:
-		if r.Lease != 0 && m.leases[r.Lease] == nil {
+		switch {
+		case r.Lease != 0 && m.leases[r.Lease] == nil:
 			return outLeaseAbsent
+		case (r.IgnoreValue || r.IgnoreLease) && m.kv[string(r.Key)] == nil:
+			return outKeyAbsent
 		}
 	case *pb.TxnRequest:
 		for _, op := range m.branch(r) {
@@ -412,6 +421,27 @@ func noKey(req any) bool {
 	return false
 }
 
+// putConflict is the error of a put, alone or in a txn at any depth, that
+// asks to keep the value or lease of its key and gives one all the same.
+func putConflict(req any) string {
+	switch r := req.(type) {
+	case *pb.PutRequest:
+		switch {
+		case r.IgnoreValue && len(r.Value) > 0:
+			return outValueGiven
+		case r.IgnoreLease && r.Lease != 0:
+			return outLeaseGiven
+		}
+	case *pb.TxnRequest:
+		for _, op := range slices.Concat(r.Success, r.Failure) {
+			if out := putConflict(opRequest(op)); out != outOK {
+				return out
+			}
+		}
+	}
+	return outOK
+}
+
 // emptyRange says whether a request, or a compare or operation of a txn at
 // any depth, names a range that ends before it starts. Such a range names
 // no key, so allowing it shows nothing; etcd allows or denies it by an
@@ -508,6 +538,12 @@ func (s *txnState) put(r *pb.PutRequest) *pb.PutResponse {
 	kv := &mvccpb.KeyValue{Key: r.Key, Value: r.Value, ModRevision: s.rev, CreateRevision: s.rev, Version: 1, Lease: r.Lease}
 	if old != nil {
 		kv.CreateRevision, kv.Version = old.CreateRevision, old.Version+1
+		if r.IgnoreValue {
+			kv.Value = old.Value
+		}
+		if r.IgnoreLease {
+			kv.Lease = old.Lease
+		}
 		if r.PrevKv {
 			resp.PrevKv = old
 		}
@@ -515,7 +551,7 @@ func (s *txnState) put(r *pb.PutRequest) *pb.PutResponse {
 			delete(l.keys, key)
 		}
 	}
-	if l := m.leases[r.Lease]; l != nil && r.Lease != 0 {
+	if l := m.leases[kv.Lease]; l != nil && kv.Lease != 0 {
 		l.keys[key] = true
 	}
 	m.kv[key] = kv
