@@ -7,7 +7,10 @@
 #
 # SEED=0 picks a random seed (printed). FAULTS takes any of
 # kill,pause,isolate,leader-restart,drop,delay,membership or "all" (every
-# kind but membership). CAIRN_BIN tests a
+# kind but membership), and crashpoint,watchdelay: cairn's failpoints, armed
+# on one member (a build with -tags failpoints, which this script then
+# makes; cairn only, etcd's runs are skipped). COMPACT_EVERY=2s compacts the
+# store during the load (the failpoint kinds set it). CAIRN_BIN tests a
 # given binary; CAIRN_REFERENCE_ETCD_DIR names a folder with etcd 3.7.3.
 # Failing runs save their history and member logs under ROBUSTNESS_ARTIFACTS
 # (default: the system's temporary folder); the go test log, the results
@@ -33,7 +36,7 @@ table() {
       ($runs | map(.lin_violations) | add),
       ($runs | map(select(.linearizable == "Unknown")) | length),
       ($runs | map(.lost_writes) | add),
-      ($runs | map(.watch_anomalies) | add),
+      "\($runs | map(.watch_anomalies) | add) (compactions \($runs | map(.compactions // 0) | add), watches cancelled as compacted \($runs | map(.watch_compacted // 0) | add))",
       ($runs | map(.unhealthy_after_last_heal) | add),
       ($runs | map(.unhealthy_after_any_heal) | add),
       "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))",
@@ -72,10 +75,13 @@ results="$OUT_DIR/results.jsonl"
 log="$OUT_DIR/go-test.log"
 : >"$results"
 
+tags=()
+case ",$FAULTS," in *,crashpoint,* | *,watchdelay,*) tags=(-tags failpoints) ;; esac
+
 echo "robustness: $RUNS runs of $DURATION per server ($SERVER), faults $FAULTS; log $log" >&2
-go test ./e2e/robustness/ -run '^TestRobustness$' -count=1 -v -timeout 6h \
+go test "${tags[@]}" ./e2e/robustness/ -run '^TestRobustness$' -count=1 -v -timeout 6h \
   -seed "$SEED" -runs "$RUNS" -duration "$DURATION" -faults "$FAULTS" -server "$SERVER" -out "$results" \
-  >"$log" 2>&1
+  -compact-every "${COMPACT_EVERY:-0}" >"$log" 2>&1
 status=$?
 grep -E '^\s+robustness_test.go:[0-9]+: seed|--- (FAIL|SKIP)|skipping' "$log" | sed 's/^ *//' >&2
 

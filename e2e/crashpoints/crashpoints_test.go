@@ -44,6 +44,10 @@ var points = []pointSpec{
 	{name: "backendBeforeCommit", maxHit: 5},
 	{name: "backendAfterCommit", maxHit: 5},
 	{name: "applyBeforeConsistentIndex", maxHit: 40},
+	// The WAL write of a Ready, as etcd's gofail points raftBeforeSave and
+	// raftAfterSave (around walBeforeFsync and walAfterFsync).
+	{name: "raftBeforeSave", maxHit: 40},
+	{name: "raftAfterSave", maxHit: 40},
 	// The .snap write of a snapshot the member takes itself (every
 	// snapshotCount entries), then of one it receives from the leader.
 	{name: "raftBeforeSaveSnapshot", maxHit: 1},
@@ -52,6 +56,7 @@ var points = []pointSpec{
 	{name: "raftAfterSaveSnapshot", maxHit: 1, catchUp: true},
 	{name: "snapshotBeforeReceive", maxHit: 1, catchUp: true},
 	{name: "snapshotAfterReceive", maxHit: 1, catchUp: true},
+	{name: "defragBeforeCopy", maxHit: 1, defrag: true},
 	{name: "defragBeforeRename", maxHit: 1, defrag: true},
 	// The WAL points again, on a member catching up from a snapshot: one
 	// of its first fsyncs is that of the snapshot's WAL record, just

@@ -12,16 +12,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// finalHistory is every revision the store holds at the end, read with a
-// watch from revision 1 (the suite never compacts).
+// finalHistory is every revision of the run: what the compactor read
+// before each compaction, then the rest, read with a watch at the end.
 type finalHistory struct {
 	Rev    int64             `json:"rev"` // the store's revision at the end
 	Events map[int64][]event `json:"events"`
 }
 
 // readFinal reads the final revision with a linearizable get on m, then
-// every event up to it with a watch from revision 1.
-func readFinal(c *cluster, m *member) (*finalHistory, error) {
+// every event up to it that k has not read, with a watch from after k's
+// last compaction.
+func readFinal(c *cluster, m *member, k *compactor) (*finalHistory, error) {
 	cli, err := c.client(m)
 	if err != nil {
 		return nil, err
@@ -33,28 +34,12 @@ func readFinal(c *cluster, m *member) (*finalHistory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("final revision from %s: %w", m.name, err)
 	}
-	f := &finalHistory{Rev: resp.Header.Revision, Events: map[int64][]event{}}
-	if f.Rev <= 1 {
-		return f, nil
+	events, read, _, _ := k.history()
+	f := &finalHistory{Rev: resp.Header.Revision, Events: events}
+	if err := readEvents(ctx, cli, max(read+1, 2), f.Rev, f.Events); err != nil {
+		return nil, fmt.Errorf("final history from %s: %w", m.name, err)
 	}
-	var last int64
-	for wr := range cli.Watch(ctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(1)) {
-		if err := wr.Err(); err != nil {
-			return nil, fmt.Errorf("final history from %s: %w", m.name, err)
-		}
-		for _, e := range wr.Events {
-			ev := event{Rev: e.Kv.ModRevision, Key: string(e.Kv.Key), Delete: e.Type == clientv3.EventTypeDelete}
-			if !ev.Delete {
-				ev.Value, ev.Lease = string(e.Kv.Value), e.Kv.Lease
-			}
-			f.Events[ev.Rev] = append(f.Events[ev.Rev], ev)
-			last = max(last, ev.Rev)
-		}
-		if last >= f.Rev {
-			return f, nil
-		}
-	}
-	return nil, fmt.Errorf("final history from %s: watch ended at revision %d of %d: %w", m.name, last, f.Rev, ctx.Err())
+	return f, nil
 }
 
 // gaps lists the revisions in 2..Rev without events.
@@ -96,6 +81,34 @@ func checkFinalState(c *cluster, f *finalHistory) []string {
 		}
 		if !maps.Equal(got, want) {
 			bad = append(bad, fmt.Sprintf("%s at revision %d has %v, the history gives %v", m.name, f.Rev, got, want))
+		}
+	}
+	return bad
+}
+
+// checkHashKV compares the HashKV of every member at rev: the hash of
+// the revisions it keeps up to rev, and its compact revision.
+func checkHashKV(c *cluster, rev int64) []string {
+	cli, err := c.client(c.list()...)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer cli.Close()
+	var bad []string
+	var ref *clientv3.HashKVResponse
+	var refName string
+	for _, m := range c.list() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := cli.HashKV(ctx, m.endpoint(), rev)
+		cancel()
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: HashKV at %d: %v", m.name, rev, err))
+		case ref == nil:
+			ref, refName = resp, m.name
+		case resp.Hash != ref.Hash || resp.CompactRevision != ref.CompactRevision:
+			bad = append(bad, fmt.Sprintf("HashKV at %d: %s has hash %d (compact revision %d), %s has %d (%d)",
+				rev, refName, ref.Hash, ref.CompactRevision, m.name, resp.Hash, resp.CompactRevision))
 		}
 	}
 	return bad

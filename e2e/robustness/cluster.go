@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,8 @@ type member struct {
 	argv      []string // the whole command line
 
 	mu       sync.Mutex
+	env      []string // added to the environment of the next start
+	logStart int64    // the log's size when the current process started
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	paused   bool
@@ -54,6 +57,9 @@ type cluster struct {
 	// onReplace is called after a membership change replaced old by nw
 	// (set before the faults begin, under mu).
 	onReplace func(old, nw *member)
+	// compactor compacts when a fault asks (set before the faults begin,
+	// under mu).
+	compactor *compactor
 
 	mu      sync.Mutex
 	members []*member // the current members; a membership change replaces one
@@ -171,8 +177,12 @@ func (m *member) start() error {
 		return err
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "=== robustness: start %s at %s\n", m.name, time.Now().UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "=== robustness: start %s at %s%s\n", m.name, time.Now().UTC().Format(time.RFC3339Nano), prefixed(" with ", strings.Join(m.env, " ")))
+	if m.logStart, err = logf.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
 	cmd := exec.Command(m.argv[0], m.argv[1:]...)
+	cmd.Env = append(os.Environ(), m.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -193,7 +203,7 @@ func (m *member) start() error {
 	return nil
 }
 
-func isClosed(ch chan struct{}) bool {
+func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true
@@ -210,6 +220,44 @@ func (m *member) exitedCh() <-chan struct{} {
 		return nil
 	}
 	return m.exited
+}
+
+// setEnv sets what the next start adds to the environment.
+func (m *member) setEnv(env ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.env = env
+}
+
+// logSinceStart returns what the current (or last) process wrote to the log.
+func (m *member) logSinceStart() (string, error) {
+	m.mu.Lock()
+	from := m.logStart
+	m.mu.Unlock()
+	f, err := os.Open(m.logPath)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<40))
+	return string(b), err
+}
+
+// expectExit takes back the record of the member's last exit as a crash
+// if the process had written want to its log: an exit the suite caused
+// through a crash point. It reports whether it did.
+func (m *member) expectExit(want string) bool {
+	log, err := m.logSinceStart()
+	if err != nil || !strings.Contains(log, want) {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.crashes) == 0 {
+		return false
+	}
+	m.crashes = m.crashes[:len(m.crashes)-1]
+	return true
 }
 
 // crashed lists the exits of the member that the suite did not cause.

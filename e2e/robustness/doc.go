@@ -8,10 +8,23 @@
 // revision), no acknowledged write is lost, every watcher received every
 // revision once, in order and atomically, require-leader watches on an
 // isolated member are cancelled with "etcdserver: no leader", and every member
-// is healthy within 5 s of each heal. RELIABILITY.md records what it found.
+// is healthy within 5 s of each heal. Once the members have stopped, their
+// WALs must agree: two members holding a committed entry at one index hold
+// the same entry. When the store is compacted during the load
+// (-compact-every, or a fault kind that needs it), a watch may end
+// cancelled as compacted and go on from the compact revision, but never
+// skip a revision otherwise; every member's HashKV at the end agrees, and
+// every compaction is finished in every member's db. RELIABILITY.md records
+// what it found.
+//
+// Built with -tags failpoints (cairn too, then), two more fault kinds arm
+// cairn's failpoints on one member: crashpoint (a crash at a step of the
+// WAL, the apply, the backend, a defragmentation or a compaction, then a
+// restart) and watchdelay (watch responses held before they are sent while
+// the store is compacted every second); see scenarios_failpoints.go.
 //
 // `go test ./e2e/robustness/` runs the short version (a few runs of 25 s per
 // server). Flags (after the package, or as ROBUSTNESS_* variables) shape
-// longer runs: -seed, -runs, -duration, -faults, -server, -out; see
-// scripts/robustness.sh and RELIABILITY.md.
+// longer runs: -seed, -runs, -duration, -faults, -server, -out,
+// -compact-every; see scripts/robustness.sh and RELIABILITY.md.
 package robustness

@@ -24,6 +24,23 @@ const (
 
 var allFaults = []faultKind{faultKill, faultPause, faultIsolate, faultLeaderRestart, faultDrop, faultDelay}
 
+// taggedFault is a kind of fault that a build tag adds (the failpoints
+// tag: scenarios_failpoints.go). Like membership, such kinds are not in
+// "all": ask for them with -faults.
+type taggedFault struct {
+	// plan draws what the fault needs from the schedule's random source:
+	// its hold at least.
+	plan func(rnd *rand.Rand, f *fault)
+	// extra is what the fault takes beyond its hold.
+	extra time.Duration
+	// compactEvery, if not 0, is the compaction interval the runs with
+	// this fault need at least.
+	compactEvery time.Duration
+	inject       func(ctx context.Context, c *cluster, m *member, f fault, rec *faultRecord) error
+}
+
+var taggedFaults = map[faultKind]taggedFault{}
+
 // isolateHold is long enough for the isolated member to lose its leader and
 // for require-leader watches on it to be cancelled (about three election
 // timeouts after that, in etcd).
@@ -42,8 +59,8 @@ func parseFaults(s string) ([]faultKind, error) {
 			out = append(out, allFaults...)
 			continue
 		}
-		if !slices.Contains(allFaults, k) && k != faultMembership {
-			return nil, fmt.Errorf("unknown fault %q (known: %v)", k, allFaults)
+		if _, tagged := taggedFaults[k]; !slices.Contains(allFaults, k) && k != faultMembership && !tagged {
+			return nil, fmt.Errorf("unknown fault %q (known: %v, %s; crashpoint and watchdelay with -tags failpoints)", k, allFaults, faultMembership)
 		}
 		out = append(out, k)
 	}
@@ -57,6 +74,8 @@ type fault struct {
 	At     time.Duration `json:"at"`     // since the load started
 	Hold   time.Duration `json:"hold"`
 	Delay  time.Duration `json:"delay,omitempty"`
+	Point  string        `json:"point,omitempty"` // a failpoint's name
+	Hit    int           `json:"hit,omitempty"`   // the hit of Point that acts
 }
 
 // schedule lays out faults from the seed over [2 s, window): kinds in a
@@ -94,6 +113,10 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 		case faultDelay:
 			f.Hold, f.Delay = 3*time.Second, ms(30, 150)
 		}
+		tagged, isTagged := taggedFaults[k]
+		if isTagged {
+			tagged.plan(rnd, &f)
+		}
 		// What a fault takes beyond its hold: a graceful stop, a restart,
 		// the wait for a healthy cluster before the next one.
 		extra := time.Second
@@ -104,6 +127,9 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 			extra = 2 * time.Second
 		case faultMembership:
 			extra = 10 * time.Second
+		}
+		if isTagged {
+			extra = tagged.extra
 		}
 		if f.At+f.Hold+extra > window {
 			break
@@ -227,6 +253,10 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 			rec.Target = old.name + "→" + nw.name
 		case nw != nil:
 			rec.Target = "→" + nw.name
+		}
+	default:
+		if tf, ok := taggedFaults[f.Kind]; ok {
+			err = tf.inject(ctx, c, m, f, &rec)
 		}
 	}
 	if err != nil {

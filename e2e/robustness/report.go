@@ -20,11 +20,13 @@ type result struct {
 	UnknownOps       int            `json:"unknown_ops"`
 	UnknownErrors    map[string]int `json:"unknown_errors,omitempty"` // the unknown outcomes by error message
 	FinalRev         int64          `json:"final_rev"`
+	Compactions      int            `json:"compactions"`
 	Linearizable     string         `json:"linearizable"` // Ok, Illegal, Unknown (checker timed out), or not checked
 	CheckTime        string         `json:"check_time"`   // how long porcupine took
 	LinViolations    int            `json:"lin_violations"`
 	LostWrites       int            `json:"lost_writes"`
 	WatchAnomalies   int            `json:"watch_anomalies"`
+	WatchCompacted   int            `json:"watch_compacted"` // watches cancelled as compacted (then resumed)
 	Unhealthy        int            `json:"unhealthy_after_last_heal"`
 	UnhealthyAnyHeal int            `json:"unhealthy_after_any_heal"` // the last heal included
 	NoLeaderCancels  int            `json:"no_leader_cancels"`

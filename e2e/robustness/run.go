@@ -25,6 +25,9 @@ type runConfig struct {
 	window   time.Duration // the faults end within it
 	workers  int
 	checkFor time.Duration // porcupine's time limit
+	// compactEvery is the interval of the compactions during the load (0: none
+	// but those a fault asks for).
+	compactEvery time.Duration
 }
 
 // healthWithin is how soon after the last heal every member must be healthy.
@@ -120,6 +123,19 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	}
 	c.mu.Unlock()
 
+	compactions := newCompactor(c)
+	c.mu.Lock()
+	c.compactor = compactions
+	c.mu.Unlock()
+	compactCtx, stopCompacting := context.WithCancel(ctx)
+	compactorDone := make(chan struct{})
+	go func() {
+		defer close(compactorDone)
+		if cfg.compactEvery > 0 {
+			compactions.run(compactCtx, cfg.compactEvery, t.Logf)
+		}
+	}()
+
 	var recs []faultRecord
 	faultCtx, stopFaults := context.WithCancel(context.Background())
 	defer stopFaults()
@@ -140,7 +156,11 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		stopFaults()
 		<-faultsDone
 	}
+	stopCompacting()
+	<-compactorDone
 	a.Faults = recs
+	_, _, lastCompaction, compacted := compactions.history()
+	r.Compactions = compacted
 	ops := h.all()
 	r.Ops = len(ops)
 	for _, o := range ops {
@@ -209,7 +229,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		return r
 	}
 
-	final, err := readFinal(c, c.list()[0])
+	final, err := readFinal(c, c.list()[0], compactions)
 	if err != nil {
 		fail("%v", err)
 		stop()
@@ -223,6 +243,9 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	}
 	for _, s := range checkFinalState(c, final) {
 		fail("final state: %s", s)
+	}
+	for _, s := range checkHashKV(c, final.Rev) {
+		fail("hash: %s", s)
 	}
 
 	watchMu.Lock()
@@ -240,6 +263,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	for _, w := range watchers {
 		anomalies := checkWatch(w, final.Events, final.Rev)
 		r.WatchAnomalies += len(anomalies)
+		r.WatchCompacted += w.compactedCount()
 		for _, s := range anomalies {
 			fail("watch: %s", s)
 		}
@@ -262,6 +286,19 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	}
 	for _, s := range mismatches {
 		fail("wal: %s", s)
+	}
+	// Every compaction finished: none is left scheduled, a crash in the
+	// middle of one included.
+	if compacted > 0 {
+		for _, m := range c.list() {
+			scheduled, finished, err := compactionState(m.dataDir)
+			switch {
+			case err != nil:
+				fail("compaction state of %s: %v", m.name, err)
+			case scheduled < lastCompaction || finished != scheduled:
+				fail("compaction of %s: scheduled at %d, finished at %d; the last compaction was at %d", m.name, scheduled, finished, lastCompaction)
+			}
+		}
 	}
 
 	lost := lostWrites(ops, final)

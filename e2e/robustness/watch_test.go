@@ -13,6 +13,13 @@ func watcherOf(resps ...[]event) *watcher {
 	return w
 }
 
+// compactedAt records that w's watch was cancelled by a compaction at rev
+// after its first before responses.
+func compactedAt(w *watcher, before int, rev int64) *watcher {
+	w.Ends = append(w.Ends, watchErr{Err: "etcdserver: mvcc: required revision has been compacted", Compacted: rev, Before: before})
+	return w
+}
+
 func TestCheckWatch(t *testing.T) {
 	e2 := event{Rev: 2, Key: "a", Value: "1"}
 	e3a := event{Rev: 3, Key: "a", Delete: true}
@@ -30,6 +37,12 @@ func TestCheckWatch(t *testing.T) {
 		{"split revision", watcherOf([]event{e2, e3a}, []event{e3b, e4}), "revision 3"},
 		{"behind", watcherOf([]event{e2}), "final revision is 4"},
 		{"wrong value", watcherOf([]event{{Rev: 2, Key: "a", Value: "x"}}, []event{e3a, e3b, e4}), "final history has"},
+		// A watch cancelled by a compaction at 4 goes on from 4: 3 is gone.
+		{"compacted", compactedAt(watcherOf([]event{e2}, []event{e4}), 1, 4), ""},
+		// A compaction at 3 leaves 3 readable: the watch must deliver it.
+		{"missing above the compaction", compactedAt(watcherOf([]event{e2}, []event{e4}), 1, 3), "revisions 3..3 missing"},
+		// A compaction explains a gap only right after the cancel.
+		{"compaction elsewhere", compactedAt(watcherOf([]event{e2}, []event{e4}), 0, 4), "revisions 3..3 missing"},
 	} {
 		got := checkWatch(tc.w, final, 4)
 		switch {
