@@ -2,115 +2,196 @@ package store
 
 import (
 	"bytes"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
-// ValidateTxn checks a txn request before it is proposed or applied: at most
-// maxOps operations per branch (0: no limit), no empty operation, valid
-// puts, and no key written twice by one execution.
+// ValidateTxn checks a txn request before it is proposed and again when it
+// is applied, as etcd does: first its shape (the number of operations, as
+// --max-txn-ops bounds it; 0: no bound; empty keys, invalid puts, empty
+// operations), then that no key is written twice by one run of it. Both
+// walks visit each operation once per level of nesting above it.
 func ValidateTxn(req *pb.TxnRequest, maxOps int) error {
-	if maxOps > 0 && (len(req.Success) > maxOps || len(req.Failure) > maxOps) {
+	if err := checkTxnShape(req, maxOps, maxOps > 0); err != nil {
+		return err
+	}
+	_, err := txnWrites(req)
+	return err
+}
+
+// checkTxnShape checks a txn and the txns nested in it, in etcd's order:
+// the txn's number of operations, then its compares, then its operations
+// in order, a nested txn in its place. As in etcd, a txn counts the largest
+// of its compares, success and failure operations, and that number comes
+// off the budget of the txns nested in it: along any path from the outer
+// txn, the counts add up to at most maxOps.
+func checkTxnShape(t *pb.TxnRequest, budget int, limited bool) error {
+	n := max(len(t.Compare), len(t.Success), len(t.Failure))
+	if limited && n > budget {
 		return ErrTooManyOps
 	}
-	for _, c := range req.Compare {
+	for _, c := range t.Compare {
 		if len(c.Key) == 0 {
 			return ErrEmptyKey
 		}
 	}
-	for _, branch := range [][]*pb.RequestOp{req.Success, req.Failure} {
-		if _, err := branchWrites(branch, maxOps); err != nil {
-			return err
+	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			var err error
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestRange:
+				if len(r.RequestRange.GetKey()) == 0 {
+					err = ErrEmptyKey
+				}
+			case *pb.RequestOp_RequestPut:
+				err = ValidatePut(r.RequestPut)
+			case *pb.RequestOp_RequestDeleteRange:
+				if len(r.RequestDeleteRange.GetKey()) == 0 {
+					err = ErrEmptyKey
+				}
+			case *pb.RequestOp_RequestTxn:
+				err = checkTxnShape(r.RequestTxn, budget-n, limited)
+			default:
+				// A RequestOp with no request in it: etcd refuses the txn
+				// with this error (at the API, before proposing).
+				err = ErrKeyNotFound
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// writeSet is what a branch of a txn may write.
-type writeSet struct {
-	puts map[string]struct{}
-	dels []keyRange
-}
-
 type keyRange struct{ key, end []byte }
 
-func (r keyRange) contains(key []byte) bool {
-	switch {
-	case len(r.end) == 0:
-		return bytes.Equal(key, r.key)
-	case isInfiniteEnd(r.end):
-		return bytes.Compare(key, r.key) >= 0
-	default:
-		return bytes.Compare(key, r.key) >= 0 && bytes.Compare(key, r.end) < 0
-	}
+// writeSet is what a txn or a branch may write in one run. Each write is
+// tagged with the operation of the branch it comes from: writes of one
+// operation (the two branches of a nested txn) never run together.
+type writeSet struct {
+	puts []taggedKey
+	dels []taggedRange
 }
 
-// branchWrites collects the writes of a branch, including those of nested
-// txns (either of whose branches may run), and rejects a key put twice or
-// put and deleted.
-func branchWrites(ops []*pb.RequestOp, maxOps int) (*writeSet, error) {
-	ws := &writeSet{puts: make(map[string]struct{})}
-	addPut := func(key string) error {
-		if _, dup := ws.puts[key]; dup {
-			return ErrDuplicateKey
-		}
-		ws.puts[key] = struct{}{}
-		return nil
+type taggedKey struct {
+	key []byte
+	op  int
+}
+
+type taggedRange struct {
+	keyRange
+	op int
+}
+
+// txnWrites returns what a txn may write; its two branches are checked
+// apart, as only one of them runs.
+func txnWrites(t *pb.TxnRequest) (writeSet, error) {
+	s, err := branchWrites(t.Success)
+	if err != nil {
+		return writeSet{}, err
 	}
-	for _, op := range ops {
+	f, err := branchWrites(t.Failure)
+	if err != nil {
+		return writeSet{}, err
+	}
+	return writeSet{puts: concat(s.puts, f.puts), dels: concat(s.dels, f.dels)}, nil
+}
+
+// concat is append that does not copy to an empty slice.
+func concat[T any](a, b []T) []T {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
+}
+
+// branchWrites collects the writes of a branch, nested txns included, and
+// refuses a key that two of its operations put, or put and delete.
+func branchWrites(ops []*pb.RequestOp) (writeSet, error) {
+	var ws writeSet
+	for i, op := range ops {
 		switch r := op.Request.(type) {
-		case *pb.RequestOp_RequestRange:
-			if len(r.RequestRange.GetKey()) == 0 {
-				return nil, ErrEmptyKey
-			}
 		case *pb.RequestOp_RequestPut:
-			if err := ValidatePut(r.RequestPut); err != nil {
-				return nil, err
-			}
-			if err := addPut(string(r.RequestPut.Key)); err != nil {
-				return nil, err
-			}
+			ws.puts = append(ws.puts, taggedKey{r.RequestPut.Key, i})
 		case *pb.RequestOp_RequestDeleteRange:
-			if len(r.RequestDeleteRange.GetKey()) == 0 {
-				return nil, ErrEmptyKey
-			}
-			ws.dels = append(ws.dels, keyRange{r.RequestDeleteRange.Key, r.RequestDeleteRange.RangeEnd})
+			d := r.RequestDeleteRange
+			ws.dels = append(ws.dels, taggedRange{keyRange{d.Key, d.RangeEnd}, i})
 		case *pb.RequestOp_RequestTxn:
-			nested := r.RequestTxn
-			if err := ValidateTxn(nested, maxOps); err != nil {
-				return nil, err
+			inner, err := txnWrites(r.RequestTxn)
+			if err != nil {
+				return writeSet{}, err
 			}
-			either := map[string]struct{}{}
-			for _, branch := range [][]*pb.RequestOp{nested.Success, nested.Failure} {
-				inner, err := branchWrites(branch, maxOps)
-				if err != nil {
-					return nil, err
-				}
-				for k := range inner.puts {
-					either[k] = struct{}{}
-				}
-				ws.dels = append(ws.dels, inner.dels...)
+			// The inner writes are this branch's now, tagged in place.
+			for k := range inner.puts {
+				inner.puts[k].op = i
 			}
-			for k := range either {
-				if err := addPut(k); err != nil {
-					return nil, err
-				}
+			for k := range inner.dels {
+				inner.dels[k].op = i
 			}
-		default:
-			// A RequestOp with no request in it: etcd refuses the txn with
-			// this error (at the API, before proposing), in either branch.
-			return nil, ErrKeyNotFound
+			ws.puts, ws.dels = concat(ws.puts, inner.puts), concat(ws.dels, inner.dels)
 		}
 	}
-	for k := range ws.puts {
-		for _, d := range ws.dels {
-			if d.contains([]byte(k)) {
-				return nil, ErrDuplicateKey
-			}
-		}
+	if ws.collide() {
+		return writeSet{}, ErrDuplicateKey
 	}
 	return ws, nil
+}
+
+// collide reports whether two operations of a branch write the same key:
+// with the puts sorted, each key and each deleted range is one binary
+// search.
+func (ws writeSet) collide() bool {
+	if len(ws.puts) == 0 || len(ws.puts)+len(ws.dels) == 1 {
+		return false
+	}
+	puts := ws.puts
+	slices.SortStableFunc(puts, func(a, b taggedKey) int { return bytes.Compare(a.key, b.key) })
+	// other[j] is the first put after j from another operation than j's.
+	other := make([]int, len(puts))
+	other[len(puts)-1] = len(puts)
+	for j := len(puts) - 2; j >= 0; j-- {
+		if puts[j+1].op != puts[j].op {
+			other[j] = j + 1
+		} else {
+			other[j] = other[j+1]
+		}
+	}
+	// puts[lo:hi] are the puts of keys in a range; true if one of them is
+	// not from operation op.
+	othersIn := func(lo, hi, op int) bool {
+		return lo < hi && (puts[lo].op != op || other[lo] < hi)
+	}
+	search := func(key []byte, after bool) int {
+		i, found := slices.BinarySearchFunc(puts, key, func(p taggedKey, k []byte) int { return bytes.Compare(p.key, k) })
+		for after && found && i < len(puts) && bytes.Equal(puts[i].key, key) {
+			i++
+		}
+		return i
+	}
+	for j := 0; j+1 < len(puts); j++ {
+		if bytes.Equal(puts[j].key, puts[j+1].key) && puts[j].op != puts[j+1].op {
+			return true
+		}
+	}
+	for _, d := range ws.dels {
+		lo := search(d.key, false)
+		var hi int
+		switch {
+		case len(d.end) == 0:
+			hi = search(d.key, true)
+		case isInfiniteEnd(d.end):
+			hi = len(puts)
+		default:
+			hi = search(d.end, false) // an end at or before the key: empty
+		}
+		if othersIn(lo, hi, d.op) {
+			return true
+		}
+	}
+	return false
 }
 
 // txnPlan is the branch each txn of a request takes, decided before any of
