@@ -2,6 +2,7 @@ package api
 
 import (
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/store"
 )
@@ -37,7 +39,7 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 	replaced := ws.a.s.StoreReplaced()
 	st := ws.a.s.Store()
 	w := &watchStream{a: ws.a, grpc: stream, ms: st.NewWatchStream(), progress: map[store.WatchID]bool{}, fragment: map[store.WatchID]bool{},
-		limit: ws.a.s.Config().MaxRequestBytes}
+		readers: map[store.WatchID]watchReader{}, authRev: ws.a.s.AuthStore().Revision(), limit: ws.a.s.Config().MaxRequestBytes}
 	defer w.close()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- w.recvLoop() }()
@@ -87,6 +89,7 @@ func (ws *watchServer) Watch(stream grpc.BidiStreamingServer[pb.WatchRequest, pb
 				}
 				break
 			}
+			batch = w.recheckAuth(batch)
 			for _, r := range batch {
 				w.ms.EventsReceived(len(r.Events))
 			}
@@ -112,12 +115,23 @@ type watchStream struct {
 	mu       sync.Mutex
 	progress map[store.WatchID]bool // watchers created with progress_notify
 	fragment map[store.WatchID]bool // watchers that accept fragmented responses
+	readers  map[store.WatchID]watchReader
+	// authRev is the auth revision the watchers were last checked
+	// against: the oldest one, if they were not all checked at once.
+	authRev uint64
 
 	limit int // the member's MaxRequestBytes, the size of a fragment
 
 	// The encoded header of the last event response (sending goroutine only).
 	hdr      headerKey
 	hdrBytes []byte
+}
+
+// watchReader is who reads through a watcher, and what: checked again
+// when the auth state changes.
+type watchReader struct {
+	user     string
+	key, end []byte
 }
 
 // headerKey is the content of a response header.
@@ -149,8 +163,7 @@ func (w *watchStream) recvLoop() error {
 			id := store.WatchID(r.CancelRequest.WatchId)
 			if err := w.ms.Cancel(id); err == nil {
 				w.mu.Lock()
-				delete(w.progress, id)
-				delete(w.fragment, id)
+				w.forget(id)
 				w.mu.Unlock()
 				w.sendControl(&pb.WatchResponse{Header: w.a.header(0), WatchId: int64(id), Canceled: true})
 			}
@@ -161,7 +174,11 @@ func (w *watchStream) recvLoop() error {
 }
 
 func (w *watchStream) create(cr *pb.WatchCreateRequest) {
-	// auth: the stream's token is checked at each creation, as etcd does.
+	// auth: the stream's token is checked at each creation, as etcd does,
+	// and the watcher is checked again at each later change of the auth
+	// state (recheckAuth) from the revision it was checked at.
+	as := w.a.s.AuthStore()
+	authRev := as.Revision()
 	if err := w.a.checkWatch(w.grpc.Context(), cr); err != nil {
 		w.sendControl(&pb.WatchResponse{Header: w.a.header(0), WatchId: -1, Created: true, Canceled: true, CancelReason: toGRPC(err).Error()})
 		return
@@ -196,6 +213,9 @@ func (w *watchStream) create(cr *pb.WatchCreateRequest) {
 		resp.Canceled = true
 		resp.CancelReason = status.Convert(toGRPC(err)).Message()
 	} else {
+		info, _ := w.a.authInfo(w.grpc.Context()) // checkWatch had it
+		w.readers[got] = watchReader{user: info.Username, key: cr.Key, end: cr.RangeEnd}
+		w.authRev = min(w.authRev, authRev)
 		if cr.ProgressNotify {
 			w.progress[got] = true
 		}
@@ -208,6 +228,75 @@ func (w *watchStream) create(cr *pb.WatchCreateRequest) {
 	w.a.metrics.WatchSendControl.Observe(time.Since(start).Seconds())
 	w.sendMu.Unlock()
 	w.mu.Unlock()
+}
+
+// forget drops what the stream keeps of a watcher that has ended. The
+// caller holds mu.
+func (w *watchStream) forget(id store.WatchID) {
+	delete(w.progress, id)
+	delete(w.fragment, id)
+	delete(w.readers, id)
+}
+
+// recheckAuth, when the auth state has changed since the watchers were
+// checked, cancels those whose user may no longer read all they watch
+// ("etcdserver: permission denied"), and returns batch without their
+// responses. Called with each batch taken from the store before it is
+// sent, it keeps every event of a revision written after the change from
+// them: the apply loop changed the auth state before it wrote that
+// revision, so the batch that carries it finds the new auth revision.
+func (w *watchStream) recheckAuth(batch []store.WatchResponse) []store.WatchResponse {
+	as := w.a.s.AuthStore()
+	rev := as.Revision()
+	w.mu.Lock()
+	if rev == w.authRev {
+		w.mu.Unlock()
+		return batch
+	}
+	w.authRev = rev
+	var ended []*pb.WatchResponse
+	for id, r := range w.readers {
+		// The user may read now, whatever the revision of the token
+		// the stream came with.
+		err := as.IsRangePermitted(auth.Info{Username: r.user, Revision: math.MaxUint64}, r.key, r.end)
+		if err == nil || w.ms.Cancel(id) != nil {
+			continue
+		}
+		w.forget(id)
+		ended = append(ended, &pb.WatchResponse{Header: w.a.header(0), WatchId: int64(id), Canceled: true,
+			CancelReason: status.Convert(toGRPC(err)).Message()})
+	}
+	if len(ended) == 0 {
+		w.mu.Unlock()
+		return batch
+	}
+	// Their responses the store has handed over: in batch, and in the
+	// channel, where all come before those of any watcher that takes one
+	// of their IDs again, as creation waits for mu.
+	for more := true; more; {
+		select {
+		case r, ok := <-w.ms.Chan():
+			if ok {
+				batch = append(batch, r)
+			}
+			more = ok
+		default:
+			more = false
+		}
+	}
+	w.mu.Unlock()
+	kept := batch[:0]
+	for _, r := range batch {
+		if slices.ContainsFunc(ended, func(e *pb.WatchResponse) bool { return e.WatchId == int64(r.WatchID) }) {
+			w.ms.EventsReceived(len(r.Events))
+			continue
+		}
+		kept = append(kept, r)
+	}
+	for _, e := range ended {
+		w.sendControl(e)
+	}
+	return kept
 }
 
 // sendControl sends a response of the stream's own (created, canceled).
@@ -298,8 +387,7 @@ func (w *watchStream) send(o outgoing) error {
 		resp.CompactRevision = r.CompactRevision
 		resp.Canceled = true
 		w.mu.Lock()
-		delete(w.progress, r.WatchID)
-		delete(w.fragment, r.WatchID)
+		w.forget(r.WatchID)
 		w.mu.Unlock()
 		return w.sendRaw(resp)
 	}
