@@ -17,6 +17,7 @@ DURATION=${DURATION:-20s}
 SERVER=${SERVER:-both}
 SEED=${SEED:-0}
 OUT_DIR=${OUT_DIR:-$(mktemp -d -t authmodel-XXXXXX)}
+mkdir -p "$OUT_DIR"
 if [ "$SEED" = 0 ]; then
   SEED=$(( (RANDOM << 15 | RANDOM) + 1 ))
 fi

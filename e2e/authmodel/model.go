@@ -264,11 +264,8 @@ func (m *model) verdict(user string, req any) string {
 		}
 		return outOK
 	}
-	if noKey(req) {
-		return outNoKey // checked before anything else
-	}
-	if out := putConflict(req); out != outOK {
-		return out // checked as early
+	if out := malformed(req); out != outOK {
+		return out // checked before anything else
 	}
 	if out := m.identityCheck(user); out != outOK {
 		return out
@@ -396,45 +393,38 @@ func (m *model) failure(req any) string {
 	return outOK
 }
 
-// noKey says whether a KV request, or any compare or operation of a txn at
-// any depth, has an empty key.
-func noKey(req any) bool {
+// malformed is the error of a request that etcd refuses before it looks
+// at anything else: a KV request, compare or txn operation with no key; a
+// put that asks to keep its key's value or lease and gives one all the
+// same. A txn reports the first, in the order of its compares, then its
+// operations, depth first.
+func malformed(req any) string {
 	switch r := req.(type) {
 	case *pb.RangeRequest:
-		return len(r.Key) == 0
-	case *pb.PutRequest:
-		return len(r.Key) == 0
+		if len(r.Key) == 0 {
+			return outNoKey
+		}
 	case *pb.DeleteRangeRequest:
-		return len(r.Key) == 0
-	case *pb.TxnRequest:
-		for _, c := range r.Compare {
-			if len(c.Key) == 0 {
-				return true
-			}
+		if len(r.Key) == 0 {
+			return outNoKey
 		}
-		for _, op := range slices.Concat(r.Success, r.Failure) {
-			if noKey(opRequest(op)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// putConflict is the error of a put, alone or in a txn at any depth, that
-// asks to keep the value or lease of its key and gives one all the same.
-func putConflict(req any) string {
-	switch r := req.(type) {
 	case *pb.PutRequest:
 		switch {
+		case len(r.Key) == 0:
+			return outNoKey
 		case r.IgnoreValue && len(r.Value) > 0:
 			return outValueGiven
 		case r.IgnoreLease && r.Lease != 0:
 			return outLeaseGiven
 		}
 	case *pb.TxnRequest:
+		for _, c := range r.Compare {
+			if len(c.Key) == 0 {
+				return outNoKey
+			}
+		}
 		for _, op := range slices.Concat(r.Success, r.Failure) {
-			if out := putConflict(opRequest(op)); out != outOK {
+			if out := malformed(opRequest(op)); out != outOK {
 				return out
 			}
 		}
@@ -454,7 +444,8 @@ func emptyRange(req any) bool {
 	case *pb.DeleteRangeRequest:
 		return span(string(r.Key), string(r.RangeEnd)).empty()
 	case *pb.WatchCreateRequest:
-		return span(string(r.Key), string(r.RangeEnd)).empty()
+		// A watch of the empty key alone watches no key either.
+		return span(string(r.Key), string(r.RangeEnd)).empty() || len(r.Key) == 0 && len(r.RangeEnd) == 0
 	case *pb.TxnRequest:
 		for _, c := range r.Compare {
 			if span(string(c.Key), string(c.RangeEnd)).empty() {
