@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,13 +34,18 @@ import (
 	"github.com/cairnkv/cairn/internal/server"
 )
 
-const (
-	// fuzzBound is how long the member may take to answer a request.
-	fuzzBound = fuzzSlowdown * 500 * time.Millisecond
+var (
+	// fuzzBound is how long the member may take to answer a request:
+	// 500 ms, or CAIRN_FUZZ_BOUND on a machine so loaded that a request of
+	// 3 MiB takes longer on the loopback.
+	fuzzBound = fuzzSlowdown * envDuration("CAIRN_FUZZ_BOUND", 500*time.Millisecond)
 	// fuzzWaitBound is how long an input waits for a call that may wait by
 	// design: a Campaign or Lock behind another holder, an Observe of a
 	// name with no leader, a raw stream the client leaves open.
-	fuzzWaitBound = fuzzSlowdown * 50 * time.Millisecond
+	fuzzWaitBound = fuzzBound / 10
+)
+
+const (
 	// fuzzCompactEvery: every so many inputs the member's history is
 	// compacted, so that a long run's database stays small.
 	fuzzCompactEvery = 256
@@ -48,6 +54,15 @@ const (
 	// read the stream's other messages.
 	fuzzMarkerID = math.MaxInt64 - 7
 )
+
+// envDuration is the duration in the environment variable name, or def.
+func envDuration(name string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(os.Getenv(name))
+	if err != nil {
+		return def
+	}
+	return d
+}
 
 // fuzzSentinel is the key the member must still write and read after an input.
 var fuzzSentinel = []byte("\xff\xfffuzz-sentinel")
