@@ -59,7 +59,7 @@ type FS struct {
 
 // undoLog records how to take a file back to its content at its last fsync.
 type undoLog struct {
-	fd   int // a duplicate of a descriptor of the file, ours to close
+	fd   int // our descriptor of the file, to close
 	recs []undoRec
 }
 
@@ -218,29 +218,29 @@ func (f *FS) faultsFor(path string) Faults {
 func (f *FS) change(fd int, ino uint64, off, span, n int64, do func() syscall.Errno) syscall.Errno {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return fs.ToErrno(err)
-	}
-	rec := undoRec{off: off, size: st.Size}
-	if end := min(off+span, st.Size); end > off {
-		rec.old = make([]byte, end-off)
-		if _, err := syscall.Pread(fd, rec.old, off); err != nil {
-			return fs.ToErrno(err)
-		}
-	}
 	u := f.dirty[ino]
 	if u == nil {
-		dup, err := syscall.Dup(fd)
+		// Our own descriptor, readable and writable whatever fd's mode.
+		rw, err := syscall.Open(fmt.Sprintf("/proc/self/fd/%d", fd), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return fs.ToErrno(err)
 		}
-		u = &undoLog{fd: dup}
+		u = &undoLog{fd: rw}
 		f.dirty[ino] = u
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(u.fd, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	rec := undoRec{off: off, size: st.Size, n: n}
+	if end := min(off+span, st.Size); end > off {
+		rec.old = make([]byte, end-off)
+		if _, err := syscall.Pread(u.fd, rec.old, off); err != nil {
+			return fs.ToErrno(err)
+		}
 	}
 	errno := do()
 	if errno == 0 {
-		rec.n = n
 		u.recs = append(u.recs, rec)
 	}
 	return errno

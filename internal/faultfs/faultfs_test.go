@@ -161,6 +161,15 @@ func TestPowerLossDropsUnsynced(t *testing.T) {
 		}
 	}
 	fresh := create(t, f, "new", "unsynced", false)
+	// A file open for writing only, as etcd opens its WAL.
+	wronly, err := os.OpenFile(filepath.Join(f.Dir, "new"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wronly.WriteAt([]byte("UN"), 0); err != nil {
+		t.Fatal(err)
+	}
+	wronly.Close()
 	if got := backingContent(t, f, "a"); got != "Jelp!" {
 		t.Fatalf("before the power loss the file holds %q, want Jelp!", got)
 	}
