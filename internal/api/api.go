@@ -93,15 +93,15 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	kv := &kvServer{a: a}
-	a.grpc.RegisterService(kvServiceDesc(kv), kv)
-	pb.RegisterWatchServer(a.grpc, &watchServer{a: a})
-	pb.RegisterLeaseServer(a.grpc, &leaseServer{a: a})
-	pb.RegisterClusterServer(a.grpc, &clusterServer{a: a})
-	pb.RegisterMaintenanceServer(a.grpc, &maintenanceServer{a: a})
-	pb.RegisterAuthServer(a.grpc, &authServer{a: a}) // auth: added
+	registerService(a.grpc, kvServiceDesc(kv), kv)
+	registerService(a.grpc, &pb.Watch_ServiceDesc, &watchServer{a: a})
+	registerService(a.grpc, &pb.Lease_ServiceDesc, &leaseServer{a: a})
+	registerService(a.grpc, &pb.Cluster_ServiceDesc, &clusterServer{a: a})
+	registerService(a.grpc, &pb.Maintenance_ServiceDesc, &maintenanceServer{a: a})
+	registerService(a.grpc, &pb.Auth_ServiceDesc, &authServer{a: a}) // auth: added
 	// and etcd's Election and Lock (recipes.go)
-	electionpb.RegisterElectionServer(a.grpc, &electionServer{r: newRecipes(a)})
-	lockpb.RegisterLockServer(a.grpc, &lockServer{r: newRecipes(a)})
+	registerService(a.grpc, &electionpb.Election_ServiceDesc, &electionServer{r: newRecipes(a)})
+	registerService(a.grpc, &lockpb.Lock_ServiceDesc, &lockServer{r: newRecipes(a)})
 	a.newHealth()
 	a.metrics.GRPC.Init(a.grpc)
 	reg := newMetrics(a)

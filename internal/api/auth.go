@@ -87,20 +87,21 @@ func ruleOf(method string, req any) rule {
 	return methodRules[method]
 }
 
-// tokenOf returns the token a call carries: in the "token" metadata, or
-// "authorization" (the JSON gateway's Authorization header); etcd drops a
-// leading "Bearer " from either.
-func tokenOf(ctx context.Context) string {
+// tokenOf returns the token a call carries, and whether it carries one: the
+// first "token" metadata, else the first "authorization" (the JSON
+// gateway's Authorization header); etcd drops a leading "Bearer " from
+// either. An empty one is given all the same, and is invalid, as in etcd.
+func tokenOf(ctx context.Context) (string, bool) {
 	md, ok := metadata.FromIncomingContext(ctx)
 	if !ok {
-		return ""
+		return "", false
 	}
 	for _, k := range []string{rpctypes.TokenFieldNameGRPC, rpctypes.TokenFieldNameSwagger} {
-		if v := md.Get(k); len(v) > 0 && v[0] != "" {
-			return strings.TrimPrefix(v[0], "Bearer ")
+		if v := md.Get(k); len(v) > 0 {
+			return strings.TrimPrefix(v[0], "Bearer "), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // authInfo resolves the call's token, if any, to the user it stands for;
@@ -111,12 +112,15 @@ func (a *API) authInfo(ctx context.Context) (auth.Info, error) {
 	if !as.Enabled() {
 		return auth.Info{}, nil
 	}
-	token := tokenOf(ctx)
-	if token == "" {
+	token, given := tokenOf(ctx)
+	switch {
+	case !given:
 		if user := a.certUser(ctx); user != "" {
 			return auth.Info{Username: user, Revision: as.Revision()}, nil
 		}
 		return auth.Info{}, nil
+	case token == "":
+		return auth.Info{}, auth.ErrInvalidAuthToken
 	}
 	return a.s.AuthInfoFromToken(ctx, token)
 }

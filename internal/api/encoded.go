@@ -82,7 +82,13 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if u, ok := v.(*unaryRequest); ok { // decode.go
+		u.err = c.proto.Unmarshal(data, u.msg)
+		return nil
+	}
+	return c.proto.Unmarshal(data, v)
+}
 
 func (c codec) Name() string { return c.proto.Name() }
 

@@ -23,6 +23,7 @@ var grpcErrors = map[error]error{
 	store.ErrTooManyOps:           rpctypes.ErrGRPCTooManyOps,
 	store.ErrDuplicateKey:         rpctypes.ErrGRPCDuplicateKey,
 	store.ErrCompacted:            rpctypes.ErrGRPCCompacted,
+	store.ErrInvalidSortOption:    rpctypes.ErrGRPCInvalidSortOption,
 	store.ErrFutureRev:            rpctypes.ErrGRPCFutureRev,
 	lease.ErrLeaseNotFound:        rpctypes.ErrGRPCLeaseNotFound,
 	lease.ErrLeaseExists:          rpctypes.ErrGRPCLeaseExist,

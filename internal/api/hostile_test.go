@@ -376,3 +376,107 @@ func TestNestedTxnAnswersFast(t *testing.T) {
 		t.Errorf("answers %q, want %q", h.lines, want)
 	}
 }
+
+// rawBytes is a gRPC codec that sends bytes as they are, to send requests
+// that do not decode.
+type rawBytes struct{}
+
+func (rawBytes) Marshal(v any) ([]byte, error)      { return *(v.(*[]byte)), nil }
+func (rawBytes) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
+func (rawBytes) Name() string                       { return "proto" }
+
+// validationScript sends requests that etcd refuses or answers in a way of
+// its own: sort options and compares out of their enums, empty tokens,
+// bytes that do not decode.
+func validationScript(h *hostile) {
+	rng := func(what string, req *pb.RangeRequest) {
+		ctx, cancel := h.ctx("root")
+		defer cancel()
+		r, err := h.kv.Range(ctx, req)
+		h.record("root "+what, fmt.Sprintf("count=%d", r.GetCount()), err)
+	}
+	rng("range sort target 7", &pb.RangeRequest{Key: []byte("/a"), SortTarget: 7})
+	rng("range sort target -1", &pb.RangeRequest{Key: []byte("/a"), SortTarget: -1})
+	rng("range sort order 3", &pb.RangeRequest{Key: []byte("/a"), SortOrder: 3})
+	rng("range sort order -1", &pb.RangeRequest{Key: []byte("/a"), SortOrder: -1})
+	rng("serializable range sort target 7", &pb.RangeRequest{Key: []byte("/a"), SortTarget: 7, Serializable: true})
+	rng("range sort by value, descending", &pb.RangeRequest{Key: []byte("/a"), SortTarget: pb.RangeRequest_VALUE, SortOrder: pb.RangeRequest_DESCEND})
+	h.txn("root", "txn range sort target 7", &pb.TxnRequest{Success: []*pb.RequestOp{opRange(&pb.RangeRequest{Key: []byte("/a"), SortTarget: 7})}})
+	h.txn("root", "nested txn range sort order 3", &pb.TxnRequest{Failure: []*pb.RequestOp{opTxn(&pb.TxnRequest{Success: []*pb.RequestOp{opRange(&pb.RangeRequest{Key: []byte("/a"), SortOrder: 3})}})}})
+	for _, c := range []struct {
+		what string
+		cmp  *pb.Compare
+	}{
+		{"compare result 9", &pb.Compare{Key: []byte("/secret/x"), Target: pb.Compare_VERSION, Result: 9}},
+		{"compare result -1", &pb.Compare{Key: []byte("/secret/x"), Target: pb.Compare_MOD, Result: -1}},
+		{"compare result 9 of a value", &pb.Compare{Key: []byte("/secret/x"), Target: pb.Compare_VALUE, Result: 9}},
+		{"compare result 9 of a missing value", &pb.Compare{Key: []byte("/nokey"), Target: pb.Compare_VALUE, Result: 9}},
+		{"compare target 9", &pb.Compare{Key: []byte("/secret/x"), Target: 9, Result: pb.Compare_EQUAL}},
+		{"compare target 9, not equal", &pb.Compare{Key: []byte("/secret/x"), Target: 9, Result: pb.Compare_NOT_EQUAL}},
+	} {
+		h.txn("root", c.what, &pb.TxnRequest{Compare: []*pb.Compare{c.cmp}})
+	}
+	md := func(what string, kv ...string) {
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), kv...), 10*time.Second)
+		defer cancel()
+		_, err := h.kv.Range(ctx, &pb.RangeRequest{Key: []byte("/a")})
+		h.record(what, "", err)
+	}
+	md("empty token", "token", "")
+	md("empty authorization", "authorization", "")
+	md("token 'Bearer '", "token", "Bearer ")
+	md("empty token, root's authorization", "token", "", "authorization", h.tokens["root"])
+	md("root's token, empty authorization", "token", h.tokens["root"], "authorization", "")
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "token", ""), 10*time.Second)
+	_, err := pb.NewAuthClient(h.conn).AuthStatus(ctx, &pb.AuthStatusRequest{})
+	cancel()
+	h.record("empty token, AuthStatus", "", err)
+	for _, method := range []string{"/etcdserverpb.KV/Range", "/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseGrant",
+		"/etcdserverpb.Auth/Authenticate", "/etcdserverpb.Auth/AuthStatus", "/etcdserverpb.Maintenance/Status"} {
+		ctx, cancel := h.ctx("root")
+		in, out := []byte{0xff, 0xff, 0xff}, []byte(nil)
+		err := h.conn.Invoke(ctx, method, &in, &out, grpc.ForceCodec(rawBytes{}))
+		cancel()
+		// protobuf's texts put a space or a no-break space after
+		// "proto:", by the binary, so that none depends on them.
+		h.record("garbage to "+method, "", status.Error(status.Code(err), strings.ReplaceAll(status.Convert(err).Message(), "\u00a0", " ")))
+	}
+}
+
+// TestRequestValidationAsEtcd: what etcd validates, cairn validates alike.
+func TestRequestValidationAsEtcd(t *testing.T) {
+	const (
+		sortOption = "InvalidArgument etcdserver: invalid sort option"
+		badToken   = "Unauthenticated etcdserver: invalid auth token"
+		garbage    = "Internal grpc: error unmarshalling request: proto: cannot parse invalid wire-format data"
+	)
+	want := []string{
+		"root range sort target 7: " + sortOption,
+		"root range sort target -1: " + sortOption,
+		"root range sort order 3: " + sortOption,
+		"root range sort order -1: " + sortOption,
+		"root serializable range sort target 7: " + sortOption,
+		"root range sort by value, descending: ok count=0",
+		"root txn range sort target 7: " + sortOption,
+		"root nested txn range sort order 3: " + sortOption,
+		"root compare result 9: ok succeeded=true",
+		"root compare result -1: ok succeeded=true",
+		"root compare result 9 of a value: ok succeeded=true",
+		"root compare result 9 of a missing value: ok succeeded=false",
+		"root compare target 9: ok succeeded=true",
+		"root compare target 9, not equal: ok succeeded=false",
+		"empty token: " + badToken,
+		"empty authorization: " + badToken,
+		"token 'Bearer ': " + badToken,
+		"empty token, root's authorization: " + badToken,
+		"root's token, empty authorization: ok",
+		"empty token, AuthStatus: " + badToken,
+		"garbage to /etcdserverpb.KV/Range: " + garbage,
+		"garbage to /etcdserverpb.KV/Txn: " + garbage,
+		"garbage to /etcdserverpb.Lease/LeaseGrant: " + garbage,
+		"garbage to /etcdserverpb.Auth/Authenticate: " + garbage,
+		"garbage to /etcdserverpb.Auth/AuthStatus: " + garbage,
+		"garbage to /etcdserverpb.Maintenance/Status: " + garbage,
+	}
+	runHostile(t, validationScript, want)
+}

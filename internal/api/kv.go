@@ -49,6 +49,9 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeRe
 // the store; the error is the gRPC one.
 func (k *kvServer) serveRange(ctx context.Context, req *pb.RangeRequest, read func() error) (err error) {
 	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
+	if err := store.ValidateRange(req); err != nil {
+		return toGRPC(err)
+	}
 	info, err := k.beforeRange(ctx, req)
 	if err != nil {
 		return err

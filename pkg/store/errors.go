@@ -13,4 +13,6 @@ var (
 	ErrTooManyOps    = errors.New("etcdserver: too many operations in txn request")
 	ErrValueProvided = errors.New("etcdserver: value is provided")
 	ErrLeaseProvided = errors.New("etcdserver: lease is provided")
+
+	ErrInvalidSortOption = errors.New("etcdserver: invalid sort option")
 )

@@ -44,6 +44,8 @@ func checkTxnShape(t *pb.TxnRequest, budget int, limited bool) error {
 			case *pb.RequestOp_RequestRange:
 				if len(r.RequestRange.GetKey()) == 0 {
 					err = ErrEmptyKey
+				} else {
+					err = ValidateRange(r.RequestRange)
 				}
 			case *pb.RequestOp_RequestPut:
 				err = ValidatePut(r.RequestPut)
@@ -62,6 +64,18 @@ func checkTxnShape(t *pb.TxnRequest, budget int, limited bool) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// ValidateRange checks what etcd checks of a range before it reads, alone
+// or in a txn: sort options within their enums.
+func ValidateRange(r *pb.RangeRequest) error {
+	if _, ok := pb.RangeRequest_SortOrder_name[int32(r.SortOrder)]; !ok {
+		return ErrInvalidSortOption
+	}
+	if _, ok := pb.RangeRequest_SortTarget_name[int32(r.SortTarget)]; !ok {
+		return ErrInvalidSortOption
 	}
 	return nil
 }
@@ -372,7 +386,7 @@ func compareKV(c *pb.Compare, kv *mvccpb.KeyValue) bool {
 	case pb.Compare_LESS:
 		return order < 0
 	}
-	return false
+	return true // a result out of the enum holds, as in etcd
 }
 
 func compareInt(a, b int64) int {

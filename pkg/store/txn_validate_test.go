@@ -174,3 +174,25 @@ func TestValidateTxnDuplicatesAsEtcd(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRangeSortOptions: sort options out of their enums are
+// refused, alone or in a txn at any depth, as etcd refuses them.
+func TestValidateRangeSortOptions(t *testing.T) {
+	for _, r := range []*pb.RangeRequest{
+		{Key: []byte("a"), SortTarget: 7},
+		{Key: []byte("a"), SortTarget: -1},
+		{Key: []byte("a"), SortOrder: 3},
+		{Key: []byte("a"), SortOrder: -1},
+	} {
+		if err := ValidateRange(r); err != ErrInvalidSortOption {
+			t.Errorf("%v: %v, want %v", r, err, ErrInvalidSortOption)
+		}
+		op := &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: r}}
+		if err := ValidateTxn(&pb.TxnRequest{Failure: []*pb.RequestOp{vTxn(&pb.TxnRequest{Success: []*pb.RequestOp{op}})}}, 128); err != ErrInvalidSortOption {
+			t.Errorf("%v nested in a txn: %v, want %v", r, err, ErrInvalidSortOption)
+		}
+	}
+	if err := ValidateRange(&pb.RangeRequest{Key: []byte("a"), SortTarget: pb.RangeRequest_MOD, SortOrder: pb.RangeRequest_DESCEND}); err != nil {
+		t.Errorf("valid sort options: %v", err)
+	}
+}
