@@ -34,6 +34,11 @@ type Store struct {
 	tokens TokenProvider
 	log    *slog.Logger
 
+	// noUserHash is a hash at the hasher's cost, which the password of a
+	// user that does not exist is checked against.
+	noUserHash     []byte
+	noUserHashOnce sync.Once
+
 	mu    sync.RWMutex
 	st    *state
 	perms map[string]*userPerms // by user, built on first use
@@ -99,6 +104,18 @@ func (s *Store) Revision() uint64 {
 	return s.st.revision
 }
 
+// unknownUserHash returns noUserHash, made on first use.
+func (s *Store) unknownUserHash() []byte {
+	s.noUserHashOnce.Do(func() {
+		hash, err := s.hasher.Hash("no such user")
+		if err != nil {
+			s.log.Warn("hashing the password of unknown users failed", "err", err)
+		}
+		s.noUserHash = hash
+	})
+	return s.noUserHash
+}
+
 // Hasher returns the store's password hasher.
 func (s *Store) Hasher() Hasher { return s.hasher }
 
@@ -155,6 +172,9 @@ func (s *Store) CheckPassword(name, password string) (uint64, error) {
 	case !enabled:
 		return 0, ErrAuthNotEnabled
 	case u == nil:
+		// As long as a wrong password takes, so that the time of the
+		// answer does not tell which users exist.
+		s.hasher.Compare(s.unknownUserHash(), password)
 		return 0, ErrAuthFailed
 	case u.GetOptions().GetNoPassword():
 		return 0, ErrNoPasswordUser
