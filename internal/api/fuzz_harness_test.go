@@ -166,9 +166,6 @@ func (fm *fuzzMember) raw(t *testing.T, sel byte, data []byte) {
 		data = protowire.AppendString(data, fuzzPeerURL())
 		data = append(data, 0x18, 0x01)
 	}
-	if fm.service == "etcdserverpb.Cluster" {
-		fm.confChangeSettled(t)
-	}
 	opt := grpc.ForceCodec(rawCodec{})
 	if !m.IsClientStream && !m.IsServerStream {
 		var out []byte
@@ -231,23 +228,6 @@ func (fm *fuzzMember) raw(t *testing.T, sel byte, data []byte) {
 	}
 }
 
-// confChangeSettled waits until raft knows that the member applied the
-// last conf change. A conf change proposed before then is emptied by raft
-// (it takes one at a time) and never applied: the member answers "request
-// timed out" only after its request timeout (7 s). This works around that,
-// so that the Cluster target can look further, until the member waits for
-// it itself.
-func (fm *fuzzMember) confChangeSettled(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(fuzzBound)
-	for fm.s.RaftStatus().Applied < fm.s.AppliedIndex() {
-		if time.Now().After(deadline) {
-			t.Fatalf("raft has not learnt of the applied index %d within %v", fm.s.AppliedIndex(), fuzzBound)
-		}
-		time.Sleep(time.Millisecond) // raft's applied index has no notification
-	}
-}
-
 // fuzzPeerURLs counts the peer URLs fuzzPeerURL made.
 var fuzzPeerURLs atomic.Int64
 
@@ -283,7 +263,7 @@ func (fm *fuzzMember) stillServes(t *testing.T) {
 	fm.inputs++
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := fm.restore(t, ctx); err != nil {
+	if err := fm.restore(ctx); err != nil {
 		t.Fatalf("putting the member back after the input: %v", err)
 	}
 	kv := pb.NewKVClient(fm.conn)
@@ -307,7 +287,7 @@ func (fm *fuzzMember) stillServes(t *testing.T) {
 	}
 }
 
-func (fm *fuzzMember) restore(t *testing.T, ctx context.Context) error {
+func (fm *fuzzMember) restore(ctx context.Context) error {
 	s := fm.s
 	if s.AuthStore().Enabled() {
 		// As root, the only user auth can be enabled with.
@@ -340,7 +320,6 @@ func (fm *fuzzMember) restore(t *testing.T, ctx context.Context) error {
 	cc := pb.NewClusterClient(fm.conn)
 	for _, m := range s.Members() {
 		if m.ID != s.ID() {
-			fm.confChangeSettled(t)
 			if _, err := cc.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: m.ID}); err != nil {
 				return err
 			}

@@ -465,14 +465,10 @@ func (fm *fuzzMember) genCluster(t *testing.T, in *fuzzInput) {
 		return uint64(in.int64())
 	}
 	for in.more() {
-		op := in.n(5)
-		if op > 0 {
-			fm.confChangeSettled(t)
-		}
 		ctx, cancel := bounded()
 		var err error
 		var what string
-		switch op {
+		switch in.n(5) {
 		case 0:
 			what = "MemberList"
 			_, err = cc.MemberList(ctx, &pb.MemberListRequest{Linearizable: in.flag()})
@@ -501,7 +497,6 @@ func (fm *fuzzMember) genCluster(t *testing.T, in *fuzzInput) {
 		answered(t, what, err)
 	}
 	// The member's own peer URLs as they were, for the next input.
-	fm.confChangeSettled(t)
 	ctx, cancel := bounded()
 	defer cancel()
 	_, err := cc.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: fm.s.ID(), PeerURLs: self.PeerURLs})

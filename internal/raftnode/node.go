@@ -28,6 +28,9 @@ type Node struct {
 	rn *raft.RawNode
 	// wakec has a token when something changed since the loop last looked.
 	wakec chan struct{}
+	// appliedc, made when asked for, is closed when raft's applied index
+	// next moves (at Advance only).
+	appliedc chan struct{}
 }
 
 // Start is raft.StartNode: a new member of a new cluster of peers.
@@ -99,8 +102,34 @@ func (n *Node) Ready() (raft.Ready, bool) {
 	return n.rn.Ready(), true
 }
 
-// Advance tells raft the last Ready was handled.
-func (n *Node) Advance() { n.do(func(rn *raft.RawNode) { rn.Advance(raft.Ready{}) }) }
+// Advance tells raft the last Ready was handled: its committed entries
+// applied (or being applied), its snapshot installed.
+func (n *Node) Advance() {
+	n.do(func(rn *raft.RawNode) {
+		if n.appliedc == nil { // nobody waits for the applied index
+			rn.Advance(raft.Ready{})
+			return
+		}
+		applied := rn.BasicStatus().Applied
+		rn.Advance(raft.Ready{})
+		if rn.BasicStatus().Applied != applied {
+			close(n.appliedc)
+			n.appliedc = nil
+		}
+	})
+}
+
+// Applied returns raft's applied index, which tells how far raft knows the
+// log is applied (a leader's raft empties a conf change proposed before it
+// has reached the last one), and a channel closed when it next moves.
+func (n *Node) Applied() (uint64, <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.appliedc == nil {
+		n.appliedc = make(chan struct{})
+	}
+	return n.rn.BasicStatus().Applied, n.appliedc
+}
 
 // Tick advances raft's logical clock by one heartbeat interval.
 func (n *Node) Tick() { n.do(func(rn *raft.RawNode) { rn.Tick() }) }

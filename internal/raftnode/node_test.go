@@ -315,3 +315,38 @@ func TestRaftPanicEndsTheProcess(t *testing.T) {
 		t.Errorf("child's output has no raft panic message:\n%s", out)
 	}
 }
+
+// TestAppliedMovesAtAdvance: raft's applied index, and the channel that
+// tells it moved, change only at the Advance after the Ready that handed
+// the entries to apply: until then raft empties a conf change proposed
+// after one that the member has already applied.
+func TestAppliedMovesAtAdvance(t *testing.T) {
+	st := raft.NewMemoryStorage()
+	n, err := Start(config(1, st), []raft.Peer{{ID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, _ := n.Ready()
+	if len(rd.CommittedEntries) == 0 {
+		t.Fatal("the bootstrap's Ready commits nothing")
+	}
+	before, moved := n.Applied()
+	if err := st.Append(rd.Entries); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-moved:
+		t.Fatal("the applied channel closed before Advance")
+	default:
+	}
+	n.Advance()
+	select {
+	case <-moved:
+	default:
+		t.Fatal("the applied channel still open after Advance")
+	}
+	want := rd.CommittedEntries[len(rd.CommittedEntries)-1].GetIndex()
+	if now, _ := n.Applied(); now != want {
+		t.Fatalf("applied index %d after Advance (%d before), want the Ready's last committed index %d", now, before, want)
+	}
+}

@@ -148,6 +148,30 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
+	// raft takes one conf change at a time: its leader empties a conf
+	// change proposed before raft's applied index has reached the last one,
+	// and the proposer would wait for the request timeout. The apply loop
+	// answers a conf change before raft is told it was applied (at the
+	// Advance of its Ready, after the WAL write), so a client's next change
+	// could come first. It is proposed once this member's raft has caught
+	// up with what the member applied, which holds every conf change
+	// committed before the request (the callers' LinearizableReadNotify).
+	// On a follower the leader's raft has too: the leader answers a read
+	// index in a later Ready than the one that told the follower of the
+	// commit, so after that Ready's Advance.
+	for applied := s.AppliedIndex(); ; {
+		index, moved := s.node.Applied()
+		if index >= applied {
+			break
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return s.waitError(ctx, start)
+		case <-s.stopc:
+			return ErrStopped
+		}
+	}
 	ch := s.waiters.Register(id, proposal{})
 	if err := s.node.ProposeConfChange(cc); err != nil {
 		s.waiters.Cancel(id)
