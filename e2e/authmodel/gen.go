@@ -133,8 +133,8 @@ func (g *gen) grantPerm(role string) *pb.AuthRoleGrantPermissionRequest {
 	k, e := g.keyRange()
 	// Not a range the role has already while another of its permissions
 	// starts at the same key: etcd then keeps two permissions for the one
-	// range (the exception "RoleGet: answer differs"), and a later revoke
-	// leaves one of them, which no model of replacement follows.
+	// range (RoleGet lists both) instead of replacing it, and a later revoke
+	// leaves one of them, which a model of replacement does not follow.
 	for range 20 {
 		if !slices.ContainsFunc(g.m.roles[role], func(p perm) bool { return p.key == k && p.end == e }) ||
 			!slices.ContainsFunc(g.m.roles[role], func(p perm) bool { return p.key == k && p.end != e }) {
