@@ -37,6 +37,7 @@ var grpcErrors = map[error]error{
 	server.ErrStopped:             rpctypes.ErrGRPCStopped,
 	server.ErrRequestTooLarge:     rpctypes.ErrGRPCRequestTooLarge,
 	server.ErrMemberNotFound:      rpctypes.ErrGRPCMemberNotFound,
+	server.ErrMemberIDRemoved:     rpctypes.ErrGRPCMemberNotFound, // as etcd: the client sees no difference
 	server.ErrMemberExists:        rpctypes.ErrGRPCMemberExist,
 	server.ErrPeerURLExists:       rpctypes.ErrGRPCPeerURLExist,
 	server.ErrMemberNotLearner:    rpctypes.ErrGRPCMemberNotLearner,

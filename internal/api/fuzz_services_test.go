@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/authpb"
@@ -436,7 +437,7 @@ func FuzzLease(f *testing.F) {
 // ---- Cluster
 
 // peerURLs are peer URLs for an add or an update: none, the member's own,
-// malformed, or a new one twice.
+// malformed, or one of fuzzPeerURL's twice.
 func (in *fuzzInput) peerURLs(self []string) []string {
 	switch in.n(6) {
 	case 0:
@@ -514,6 +515,10 @@ func FuzzCluster(f *testing.F) {
 	f.Add([]byte{1, 1, 1, 0})                      // add a learner of the member's own peer URLs
 	f.Add([]byte{1, 2, 1, 0})                      // remove the member itself
 	f.Add([]byte{1, 3, 1, 0, 4, 3, 'x', ':', '/'}) // update the member's peer URLs to garbage
+	// add a learner at http://127.0.0.1:9, remove it, add it again (the
+	// removed ID within the same second)
+	add := append([]byte{1, 4, 8, 18}, "http://127.0.0.1:9\x00"...)
+	f.Add(slices.Concat([]byte{1}, add, []byte{2, 1, 1}, add))
 	f.Fuzz(func(t *testing.T, data []byte) { fm.fuzz(t, data, fm.genCluster) })
 }
 

@@ -312,8 +312,8 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 	}
 	if result != nil {
 		// Refused: raft still has to see the entry, as a change of node 0,
-		// which it ignores.
-		cc = &raftpb.ConfChange{Type: cc.Type, NodeId: proto.Uint64(0)}
+		// which it ignores; its proposer waits under its ID.
+		cc = &raftpb.ConfChange{Id: cc.Id, Type: cc.Type, NodeId: proto.Uint64(0)}
 	}
 	s.confState = s.node.ApplyConfChange(cc)
 	if result == nil {

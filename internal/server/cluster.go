@@ -49,6 +49,11 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 		return Member{}, nil, err
 	}
 	m := Member{ID: cluster.MemberID(peerURLs, s.cfg.InitialClusterToken, time.Now().Unix()), PeerURLs: peerURLs, IsLearner: isLearner}
+	// The ID is a hash of the peer URLs and the second: a member removed
+	// in this second with the same URLs had it, and an ID never comes back.
+	if s.members.isRemoved(m.ID) {
+		return Member{}, nil, ErrMemberIDRemoved
+	}
 	typ := raftpb.ConfChangeType_ConfChangeAddNode
 	if isLearner {
 		typ = raftpb.ConfChangeType_ConfChangeAddLearnerNode
