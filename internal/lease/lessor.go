@@ -27,6 +27,9 @@ type Lessor struct {
 	cps     leaseHeap // on the primary: leases due a checkpoint
 	clears  []int64   // leases whose checkpoint Renew cleared, to propose
 
+	term      uint64    // counts Promotes and Demotes: confirmations of an older one do not count
+	confirmed time.Time // start of the last round that confirmed this term's leadership (confirm.go)
+
 	granted, revoked, renewed atomic.Int64 // Counts
 }
 
@@ -86,6 +89,7 @@ func (l *Lessor) Promote(extend time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = true
+	l.newTermLocked()
 	l.startClocksLocked(max(extend, 0))
 }
 
@@ -95,6 +99,7 @@ func (l *Lessor) Demote() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = false
+	l.newTermLocked()
 	for _, ls := range l.leases {
 		ls.expiry = time.Time{}
 		ls.clearQueued = false

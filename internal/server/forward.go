@@ -36,7 +36,7 @@ type peerAnswer struct {
 
 // LeaseRenew renews a lease on the leader and returns its TTL.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
-	ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.lessor.Renew(id) })
+	ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.renewAsLeader(ctx, id) })
 	if !errors.Is(err, lease.ErrNotPrimary) {
 		return ttl, err
 	}
@@ -130,7 +130,7 @@ func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *p
 
 func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
 	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
-		ttl, err := onPrimary(r.Context(), s, func() (int64, error) { return s.lessor.Renew(q.ID) })
+		ttl, err := onPrimary(r.Context(), s, func() (int64, error) { return s.renewAsLeader(r.Context(), q.ID) })
 		return peerAnswer{TTL: ttl}, err
 	})
 }
