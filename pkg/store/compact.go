@@ -23,7 +23,9 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 	// Only writers move the compaction, and w is the one writer now: the
 	// compact revision and the index stay as read here until s.mu is taken.
 	prev := s.CompactRev()
-	if rev <= prev {
+	// 0 is a revision like the others: on a store never compacted (no
+	// compaction scheduled yet), etcd 3.7.3 takes a compaction there, once.
+	if rev < prev || rev == prev && (rev > 0 || w.wt.Get(BucketMeta, MetaScheduledCompactRev) != nil) {
 		return nil, ErrCompacted
 	}
 	// HashKV(rev) is to answer from now on what it answers before the

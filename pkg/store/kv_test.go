@@ -212,7 +212,16 @@ func TestCompaction(t *testing.T) {
 	if _, err := s.Compact(60); !errors.Is(err, ErrFutureRev) {
 		t.Errorf("compact beyond the current revision: %v", err)
 	}
-	done, err := s.Compact(40)
+	// As etcd 3.7.3: a store never compacted takes a compaction at 0, once.
+	done, err := s.Compact(0)
+	if err != nil {
+		t.Fatalf("compact at 0, never compacted: %v", err)
+	}
+	<-done
+	if _, err := s.Compact(0); !errors.Is(err, ErrCompacted) {
+		t.Errorf("compact at 0 again: %v", err)
+	}
+	done, err = s.Compact(40)
 	if err != nil {
 		t.Fatal(err)
 	}
