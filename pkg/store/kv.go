@@ -150,15 +150,17 @@ func (w *WriteTxn) ExecPut(req *pb.PutRequest) (*pb.PutResponse, error) {
 	if err := ValidatePut(req); err != nil {
 		return nil, err
 	}
+	// The lease before the key, as etcd 3.7.3 answers a put with both
+	// wrong (see checkPlan).
+	if err := w.checkLease(req.Lease); err != nil {
+		return nil, err
+	}
 	prev, err := w.prevKV(req.Key, req.PrevKv || req.IgnoreValue || req.IgnoreLease)
 	if err != nil {
 		return nil, err
 	}
 	if (req.IgnoreValue || req.IgnoreLease) && prev == nil {
 		return nil, ErrKeyNotFound
-	}
-	if err := w.checkLease(req.Lease); err != nil {
-		return nil, err
 	}
 	value, lease := req.Value, req.Lease
 	if req.IgnoreValue {

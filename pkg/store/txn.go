@@ -263,9 +263,11 @@ func (w *WriteTxn) planTxn(req *pb.TxnRequest) (*txnPlan, error) {
 }
 
 // checkPlan finds, before anything is written, the errors the chosen
-// operations would meet: reads of compacted or future revisions, puts
-// that keep the value or lease of a key that does not exist and puts to a
-// lease the lease check refuses (see CheckLeases).
+// operations would meet, operation after operation: reads of compacted or
+// future revisions, puts to a lease the lease check refuses (see
+// CheckLeases) and puts that keep the value or lease of a key that does
+// not exist; a put wrong in both ways is refused for its lease, as etcd
+// 3.7.3 does.
 func (w *WriteTxn) checkPlan(req *pb.TxnRequest, plan *txnPlan) error {
 	nested := 0
 	for _, op := range plan.ops(req) {
@@ -278,6 +280,9 @@ func (w *WriteTxn) checkPlan(req *pb.TxnRequest, plan *txnPlan) error {
 			}
 		case *pb.RequestOp_RequestPut:
 			put := r.RequestPut
+			if err := w.checkLease(put.Lease); err != nil {
+				return err
+			}
 			if put.IgnoreValue || put.IgnoreLease {
 				if prev, err := w.prevKV(put.Key, true); err != nil || prev == nil {
 					if err == nil {
@@ -285,9 +290,6 @@ func (w *WriteTxn) checkPlan(req *pb.TxnRequest, plan *txnPlan) error {
 					}
 					return err
 				}
-			}
-			if err := w.checkLease(put.Lease); err != nil {
-				return err
 			}
 		case *pb.RequestOp_RequestTxn:
 			if err := w.checkPlan(r.RequestTxn, plan.nested[nested]); err != nil {
