@@ -232,8 +232,13 @@ func (c *cluster) onMember(m *member) func(string) bool {
 	return func(p string) bool { return strings.HasPrefix(p, m.name+"/") }
 }
 
-// logHas reports whether the member's log holds s.
-func (m *member) logHas(s string) bool {
+// logLine returns the first line of the member's log that holds s, or "".
+func (m *member) logLine(s string) string {
 	b, _ := os.ReadFile(m.logPath)
-	return bytes.Contains(b, []byte(s))
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.Contains(line, []byte(s)) {
+			return string(line)
+		}
+	}
+	return ""
 }
