@@ -123,9 +123,9 @@ func New(s *server.Server, log *slog.Logger) *API {
 // unary is the member's unary interceptor, inside the metrics': it warns of
 // a slow request (httpfilter.go), and before the handler waits until the
 // member is ready (ready.go), refuses a request that requires a leader
-// when there is none (leader.go) and applies auth (auth.go). One
-// interceptor rather than a chain of four: gRPC makes a closure per link
-// of a chain, per request.
+// when there is none (leader.go), refuses a KV request of an invalid shape
+// (kv.go) and applies auth (auth.go). One interceptor rather than a chain
+// of five: gRPC makes a closure per link of a chain, per request.
 func (a *API) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	defer a.warnIfSlow(ctx, info.FullMethod, time.Now())
 	if err := a.waitReady(ctx); err != nil {
@@ -133,6 +133,9 @@ func (a *API) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, ha
 	}
 	if err := a.checkLeader(ctx); err != nil {
 		return nil, err
+	}
+	if err := a.checkShape(req); err != nil {
+		return nil, toGRPC(err)
 	}
 	ctx, err := a.guard(ctx, info.FullMethod, req)
 	if err != nil {

@@ -51,7 +51,7 @@ const (
 	ruleUser  rule = iota // any user (the default)
 	ruleOpen              // no user needed; a token given must still be valid
 	ruleAdmin             // the root role
-	ruleSkip              // no check here: Authenticate ignores tokens, Watch checks each watcher
+	ruleSkip              // no check here: Authenticate ignores tokens, Watch checks each watcher, RangeStream its request
 )
 
 // methodRules are the methods whose rule is not ruleUser, as etcd 3.7 has
@@ -63,6 +63,7 @@ var methodRules = map[string]rule{
 	"/etcdserverpb.Auth/Authenticate":      ruleSkip,
 	"/etcdserverpb.Auth/AuthStatus":        ruleOpen,
 	"/etcdserverpb.Watch/Watch":            ruleSkip,
+	"/etcdserverpb.KV/RangeStream":         ruleSkip,
 	"/etcdserverpb.KV/Compact":             ruleAdmin,
 	"/etcdserverpb.Cluster/MemberAdd":      ruleAdmin,
 	"/etcdserverpb.Cluster/MemberRemove":   ruleAdmin,

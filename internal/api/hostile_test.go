@@ -480,3 +480,119 @@ func TestRequestValidationAsEtcd(t *testing.T) {
 	}
 	runHostile(t, validationScript, want)
 }
+
+// checkOrderScript sends malformed requests with no token, a bad token and
+// as users without the permission, to see which of its errors etcd answers
+// first; then the errors of the store whose order etcd fixes (a lease that
+// does not exist and a key that does not, compaction at revision 0).
+func checkOrderScript(h *hostile) {
+	h.tokens["bad"] = "not-a-token"
+	put := func(who, what string, req *pb.PutRequest) {
+		ctx, cancel := h.ctx(who)
+		defer cancel()
+		_, err := h.kv.Put(ctx, req)
+		h.record(who+" "+what, "", err)
+	}
+	manyOps := make([]*pb.RequestOp, 129) // one past --max-txn-ops' default
+	for i := range manyOps {
+		manyOps[i] = opPut(fmt.Sprintf("/secret/%d", i), 0)
+	}
+	for _, who := range []string{"anon", "bad", "bob", "alice"} {
+		ctx, cancel := h.ctx(who)
+		_, err := h.kv.Range(ctx, &pb.RangeRequest{Limit: 2, MinModRevision: 79})
+		h.record(who+" range no key", "", err)
+		_, err = h.kv.Range(ctx, &pb.RangeRequest{Key: []byte("/secret/x"), SortOrder: 3})
+		h.record(who+" range sort order 3", "", err)
+		_, err = h.kv.DeleteRange(ctx, &pb.DeleteRangeRequest{RangeEnd: []byte("/z")})
+		h.record(who+" delete no key", "", err)
+		cancel()
+		put(who, "put no key", &pb.PutRequest{Value: []byte("v")})
+		put(who, "put ignore_value with a value", &pb.PutRequest{Key: []byte("/secret/x"), Value: []byte("v"), IgnoreValue: true})
+		put(who, "put ignore_lease with a lease", &pb.PutRequest{Key: []byte("/secret/x"), Lease: h.leases["L1"], IgnoreLease: true})
+		h.txn(who, "txn compare no key", &pb.TxnRequest{Compare: []*pb.Compare{{Target: pb.Compare_VERSION}}})
+		h.txn(who, "txn range no key", &pb.TxnRequest{Success: []*pb.RequestOp{opRange(&pb.RangeRequest{})}})
+		h.txn(who, "txn empty op", &pb.TxnRequest{Success: []*pb.RequestOp{{}}})
+		h.txn(who, "txn put ignore_value with a value", &pb.TxnRequest{Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/secret/x"), Value: []byte("v"), IgnoreValue: true}}}}})
+		h.txn(who, "txn duplicate key", &pb.TxnRequest{Success: []*pb.RequestOp{opPut("/secret/x", 0), opPut("/secret/x", 0)}})
+		h.txn(who, "txn too many ops", &pb.TxnRequest{Success: manyOps})
+	}
+	const noLease = 987654321
+	for _, who := range []string{"alice", "root"} {
+		put(who, "put ignore_value, no such lease, no such key", &pb.PutRequest{Key: []byte("/alice/none"), Lease: noLease, IgnoreValue: true})
+		h.txn(who, "txn put ignore_value, no such lease, no such key", &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/alice/none"), Lease: noLease, IgnoreValue: true}}}}})
+		h.txn(who, "txn put ignore_value to no such key, then put to no such lease", &pb.TxnRequest{Success: []*pb.RequestOp{
+			{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/alice/none"), IgnoreValue: true}}},
+			opPut("/alice/y", noLease)}})
+		h.txn(who, "txn put to no such lease, then put ignore_value to no such key", &pb.TxnRequest{Success: []*pb.RequestOp{
+			opPut("/alice/y", noLease),
+			{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/alice/none"), IgnoreValue: true}}}}})
+	}
+	compact := func(who string, rev int64) {
+		ctx, cancel := h.ctx(who)
+		defer cancel()
+		_, err := h.kv.Compact(ctx, &pb.CompactionRequest{Revision: rev})
+		h.record(fmt.Sprintf("%s compact %d", who, rev), "", err)
+	}
+	compact("anon", 1000)
+	compact("bob", 1000)
+	compact("anon", 0)
+	compact("root", 1000)
+	compact("root", 0)
+	compact("root", 0)
+	compact("root", 3)
+	compact("root", 2)
+	compact("root", 3)
+	compact("root", 0)
+}
+
+// TestCheckOrderAsEtcd: etcd validates the shape of a KV request before
+// it looks at the token and the permissions, and cairn does alike.
+func TestCheckOrderAsEtcd(t *testing.T) {
+	const (
+		noKey   = "InvalidArgument etcdserver: key is not provided"
+		noLease = "NotFound etcdserver: requested lease not found"
+		gone    = "OutOfRange etcdserver: mvcc: required revision has been compacted"
+	)
+	var want []string
+	for _, who := range []string{"anon", "bad", "bob", "alice"} {
+		for _, line := range []string{
+			"range no key: " + noKey,
+			"range sort order 3: InvalidArgument etcdserver: invalid sort option",
+			"delete no key: " + noKey,
+			"put no key: " + noKey,
+			"put ignore_value with a value: InvalidArgument etcdserver: value is provided",
+			"put ignore_lease with a lease: InvalidArgument etcdserver: lease is provided",
+			"txn compare no key: " + noKey,
+			"txn range no key: " + noKey,
+			"txn empty op: InvalidArgument etcdserver: key not found",
+			"txn put ignore_value with a value: InvalidArgument etcdserver: value is provided",
+			"txn duplicate key: InvalidArgument etcdserver: duplicate key given in txn request",
+			"txn too many ops: InvalidArgument etcdserver: too many operations in txn request",
+		} {
+			want = append(want, who+" "+line)
+		}
+	}
+	want = append(want,
+		"alice put ignore_value, no such lease, no such key: "+noLease,
+		"alice txn put ignore_value, no such lease, no such key: "+noLease,
+		"alice txn put ignore_value to no such key, then put to no such lease: InvalidArgument etcdserver: key not found",
+		"alice txn put to no such lease, then put ignore_value to no such key: "+noLease,
+		"root put ignore_value, no such lease, no such key: "+noLease,
+		"root txn put ignore_value, no such lease, no such key: "+noLease,
+		"root txn put ignore_value to no such key, then put to no such lease: InvalidArgument etcdserver: key not found",
+		"root txn put to no such lease, then put ignore_value to no such key: "+noLease,
+		// Compaction is checked for auth first, then its revision; 0 is a
+		// revision like another: ok once, on a store never compacted.
+		"anon compact 1000: InvalidArgument etcdserver: user name is empty",
+		"bob compact 1000: PermissionDenied etcdserver: permission denied",
+		"anon compact 0: InvalidArgument etcdserver: user name is empty",
+		"root compact 1000: OutOfRange etcdserver: mvcc: required revision is a future revision",
+		"root compact 0: ok",
+		"root compact 0: "+gone,
+		"root compact 3: ok",
+		"root compact 2: "+gone,
+		"root compact 3: "+gone,
+		"root compact 0: "+gone,
+	)
+	runHostile(t, checkOrderScript, want)
+}

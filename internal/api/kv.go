@@ -32,6 +32,29 @@ func (a *API) propose(ctx context.Context, req *pb.InternalRaftRequest) (proto.M
 	return resp, toGRPC(err)
 }
 
+// checkShape refuses a KV request of an invalid shape (no key, a put that
+// keeps its value or lease and gives one, a txn with too many operations
+// or a key written twice, ...). It runs before auth (api.go's unary), as
+// etcd's gRPC handlers check the shape before the request reaches the
+// server, which resolves the token and checks permissions: a malformed
+// request gets its own error whoever sends it. Called directly (recipes),
+// the handlers leave the checks to the store, which makes them again.
+func (a *API) checkShape(req any) error {
+	switch r := req.(type) {
+	case *pb.RangeRequest:
+		return store.ValidateRange(r)
+	case *pb.PutRequest:
+		return store.ValidatePut(r)
+	case *pb.DeleteRangeRequest:
+		if len(r.Key) == 0 {
+			return store.ErrEmptyKey
+		}
+	case *pb.TxnRequest:
+		return store.ValidateTxn(r, a.s.Config().MaxTxnOps)
+	}
+	return nil
+}
+
 func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeResponse, error) {
 	var resp *pb.RangeResponse
 	err := k.serveRange(ctx, req, func() (err error) {
@@ -49,9 +72,6 @@ func (k *kvServer) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeRe
 // the store; the error is the gRPC one.
 func (k *kvServer) serveRange(ctx context.Context, req *pb.RangeRequest, read func() error) (err error) {
 	defer func(start time.Time) { k.a.metrics.Request("Range", err == nil, time.Since(start)) }(time.Now())
-	if err := store.ValidateRange(req); err != nil {
-		return toGRPC(err)
-	}
 	info, err := k.beforeRange(ctx, req)
 	if err != nil {
 		return err
@@ -96,8 +116,17 @@ func (k *kvServer) beforeRange(ctx context.Context, req *pb.RangeRequest) (auth.
 // rangeStreamChunk is the number of key-values per RangeStream message.
 const rangeStreamChunk = 1000
 
+// RangeStream makes a range's checks in the order of a unary range's: the
+// shape, then auth (its rule is ruleSkip in the stream interceptor).
 func (k *kvServer) RangeStream(req *pb.RangeRequest, stream grpc.ServerStreamingServer[pb.RangeStreamResponse]) error {
-	resp, err := k.Range(stream.Context(), req)
+	if err := k.a.checkShape(req); err != nil {
+		return toGRPC(err)
+	}
+	ctx, err := k.a.guard(stream.Context(), pb.KV_Range_FullMethodName, req)
+	if err != nil {
+		return toGRPC(err)
+	}
+	resp, err := k.Range(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -113,9 +142,6 @@ func (k *kvServer) RangeStream(req *pb.RangeRequest, stream grpc.ServerStreaming
 }
 
 func (k *kvServer) Put(ctx context.Context, req *pb.PutRequest) (*pb.PutResponse, error) {
-	if err := store.ValidatePut(req); err != nil {
-		return nil, toGRPC(err)
-	}
 	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{Put: req})
 	if err != nil {
 		return nil, err
@@ -126,9 +152,6 @@ func (k *kvServer) Put(ctx context.Context, req *pb.PutRequest) (*pb.PutResponse
 }
 
 func (k *kvServer) DeleteRange(ctx context.Context, req *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	if len(req.Key) == 0 {
-		return nil, toGRPC(store.ErrEmptyKey)
-	}
 	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{DeleteRange: req})
 	if err != nil {
 		return nil, err
@@ -139,9 +162,6 @@ func (k *kvServer) DeleteRange(ctx context.Context, req *pb.DeleteRangeRequest) 
 }
 
 func (k *kvServer) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if err := store.ValidateTxn(req, k.a.s.Config().MaxTxnOps); err != nil {
-		return nil, toGRPC(err)
-	}
 	resp, err := k.a.propose(ctx, &pb.InternalRaftRequest{Txn: req})
 	if err != nil {
 		return nil, err

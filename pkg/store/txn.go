@@ -42,11 +42,7 @@ func checkTxnShape(t *pb.TxnRequest, budget int, limited bool) error {
 			var err error
 			switch r := op.Request.(type) {
 			case *pb.RequestOp_RequestRange:
-				if len(r.RequestRange.GetKey()) == 0 {
-					err = ErrEmptyKey
-				} else {
-					err = ValidateRange(r.RequestRange)
-				}
+				err = ValidateRange(r.RequestRange)
 			case *pb.RequestOp_RequestPut:
 				err = ValidatePut(r.RequestPut)
 			case *pb.RequestOp_RequestDeleteRange:
@@ -69,8 +65,11 @@ func checkTxnShape(t *pb.TxnRequest, budget int, limited bool) error {
 }
 
 // ValidateRange checks what etcd checks of a range before it reads, alone
-// or in a txn: sort options within their enums.
+// or in a txn: a key, then sort options within their enums.
 func ValidateRange(r *pb.RangeRequest) error {
+	if len(r.GetKey()) == 0 {
+		return ErrEmptyKey
+	}
 	if _, ok := pb.RangeRequest_SortOrder_name[int32(r.SortOrder)]; !ok {
 		return ErrInvalidSortOption
 	}
