@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -26,14 +27,23 @@ import (
 	"github.com/cairnkv/cairn/internal/server"
 )
 
-// How deep the generated txns nest: a chain of txns, and a txn whose
-// branches both hold txns, down to its leaves. Nested txns take time
-// exponential in their depth for now (a full tree 8 deep 0.4 s, 10 deep
-// 3.6 s, 12 deep over 20 s): to be raised to 70 and 16 once they do not.
+// How deep the generated txns nest: a chain of txns (past the 128
+// operations --max-txn-ops allows along a path of nesting), and a txn whose
+// branches both hold txns, down to its leaves (16 deep is 1 MB, the
+// deepest full tree under the 1.5 MiB request limit).
 const (
-	fuzzMaxTxnDepth     = 12
-	fuzzMaxTxnTreeDepth = 6
+	fuzzMaxTxnDepth     = 130
+	fuzzMaxTxnTreeDepth = 16
 )
+
+// fuzzTxnBound is how long a txn may take: fuzzBound for each 64 KiB
+// begun. A full tree of txns costs more for its size than a flat request:
+// 16 deep, 1 MB of 131,071 txns, it takes 1-2 s on a loaded 2-core
+// machine, in etcd 3.7.3 as in cairn, where a put of 1.5 MiB takes 50 ms.
+// (When their cost doubled with each level, 12 deep took over 20 s.)
+func fuzzTxnBound(txn *pb.TxnRequest) time.Duration {
+	return fuzzBound * time.Duration(1+proto.Size(txn)/(64<<10))
+}
 
 // fuzzInput reads a fuzz input as the choices of a request generator; an
 // input that has run out reads as zeros.
@@ -231,11 +241,15 @@ func (fm *fuzzMember) genKV(t *testing.T, in *fuzzInput) {
 			_, err = kv.Txn(ctx, in.txnRequest(0))
 		case 4:
 			what = "Txn (deep)"
+			var txn *pb.TxnRequest
 			if in.flag() {
-				_, err = kv.Txn(ctx, deepTxn(in.n(fuzzMaxTxnTreeDepth+1), true))
+				txn = deepTxn(in.n(fuzzMaxTxnTreeDepth+1), true)
 			} else {
-				_, err = kv.Txn(ctx, deepTxn(in.n(fuzzMaxTxnDepth+1), false))
+				txn = deepTxn(in.n(fuzzMaxTxnDepth+1), false)
 			}
+			tctx, tcancel := context.WithTimeout(context.Background(), fuzzTxnBound(txn))
+			_, err = kv.Txn(tctx, txn)
+			tcancel()
 		case 5:
 			what = "Compact"
 			_, err = kv.Compact(ctx, &pb.CompactionRequest{Revision: in.int64(), Physical: in.flag()})
@@ -266,8 +280,9 @@ func FuzzKV(f *testing.F) {
 	f.Add([]byte{1, 1, 1, 10, 11, 0, 0, 0})              // a Put of about 1.5 MiB
 	f.Add([]byte{1, 0, 2, 3, 200, 255, 255, 255, 255})   // a Range whose end is below its key, at a huge revision
 	f.Add([]byte{1, 3, 2, 1, 2, 1, 1, 3, 0, 3, 1, 3, 1}) // a nested txn
-	f.Add([]byte{1, 4, 0, 12})                           // a chain of txns as deep as the generator goes
-	f.Add([]byte{1, 4, 1, 6})                            // a full tree of txns as deep as the generator goes
+	f.Add([]byte{1, 4, 0, 64})                           // a chain of txns 64 deep
+	f.Add([]byte{1, 4, 0, 130})                          // a chain of txns as deep as the generator goes
+	f.Add([]byte{1, 4, 1, 11})                           // a full tree of txns 11 deep (16 deep takes 15 s under -race)
 	f.Add([]byte{1, 5, 69, 1})                           // a compaction at max int64
 	f.Fuzz(func(t *testing.T, data []byte) { fm.fuzz(t, data, fm.genKV) })
 }
