@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/envdefault"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
@@ -26,33 +26,12 @@ import (
 // the command line wins). The defaults are the short run of the normal
 // test suite: one seed of 20 s per server.
 var (
-	flagSeed     = flag.Int64("seed", envInt("AUTHMODEL_SEED", 0), "first seed (0: random, printed); seed i of a run is seed+i")
-	flagSeeds    = flag.Int("seeds", int(envInt("AUTHMODEL_SEEDS", 1)), "seeds per server")
-	flagDuration = flag.Duration("duration", envDuration("AUTHMODEL_DURATION", 20*time.Second), "time budget of one seed")
-	flagRequests = flag.Int("requests", int(envInt("AUTHMODEL_REQUESTS", 0)), "stop a seed after this many requests (0: no limit), to replay one exactly")
-	flagServer   = flag.String("server", envString("AUTHMODEL_SERVER", "both"), "server under test: cairn, etcd or both")
+	flagSeed     = flag.Int64("seed", envdefault.Int("AUTHMODEL_SEED", 0), "first seed (0: random, printed); seed i of a run is seed+i")
+	flagSeeds    = flag.Int("seeds", int(envdefault.Int("AUTHMODEL_SEEDS", 1)), "seeds per server")
+	flagDuration = flag.Duration("duration", envdefault.Duration("AUTHMODEL_DURATION", 20*time.Second), "time budget of one seed")
+	flagRequests = flag.Int("requests", int(envdefault.Int("AUTHMODEL_REQUESTS", 0)), "stop a seed after this many requests (0: no limit), to replay one exactly")
+	flagServer   = flag.String("server", envdefault.String("AUTHMODEL_SERVER", "both"), "server under test: cairn, etcd or both")
 )
-
-func envString(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(name string, def int64) int64 {
-	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
 
 // cairnAsEtcd is the cairn binary under the name etcd, so that it takes
 // etcd's command line (etcdref.Run starts it like etcd). CAIRN_BIN names a

@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/envdefault"
 	"github.com/cairnkv/cairn/pkg/etcdref"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
@@ -20,36 +20,15 @@ import (
 // The flags, each also read from an environment variable (a flag given on
 // the command line wins). The defaults are the short run of CI.
 var (
-	flagSeed     = flag.Int64("seed", envInt("ROBUSTNESS_SEED", 0), "seed of the fault schedules and the load (0: random, printed); run i uses seed+i")
-	flagRuns     = flag.Int("runs", int(envInt("ROBUSTNESS_RUNS", 2)), "runs per server")
-	flagDuration = flag.Duration("duration", envDuration("ROBUSTNESS_DURATION", 25*time.Second), "load duration of a run")
-	flagFaults   = flag.String("faults", envString("ROBUSTNESS_FAULTS", "all"), "fault kinds, comma-separated: kill,pause,isolate,leader-restart,drop,delay (or all), membership; crashpoint,watchdelay with -tags failpoints")
-	flagServer   = flag.String("server", envString("ROBUSTNESS_SERVER", "both"), "server under test: cairn, etcd or both")
-	flagOut      = flag.String("out", envString("ROBUSTNESS_OUT", ""), "append one JSON line per run to this file")
-	flagCompact  = flag.Duration("compact-every", envDuration("ROBUSTNESS_COMPACT_EVERY", 0), "compact the store at this interval during the load (0: not, unless a fault kind needs it)")
-	flagCheckFor = flag.Duration("check-timeout", envDuration("ROBUSTNESS_CHECK_TIMEOUT", time.Minute), "time limit of the linearizability checker per run")
+	flagSeed     = flag.Int64("seed", envdefault.Int("ROBUSTNESS_SEED", 0), "seed of the fault schedules and the load (0: random, printed); run i uses seed+i")
+	flagRuns     = flag.Int("runs", int(envdefault.Int("ROBUSTNESS_RUNS", 2)), "runs per server")
+	flagDuration = flag.Duration("duration", envdefault.Duration("ROBUSTNESS_DURATION", 25*time.Second), "load duration of a run")
+	flagFaults   = flag.String("faults", envdefault.String("ROBUSTNESS_FAULTS", "all"), "fault kinds, comma-separated: kill,pause,isolate,leader-restart,drop,delay (or all), membership; crashpoint,watchdelay with -tags failpoints")
+	flagServer   = flag.String("server", envdefault.String("ROBUSTNESS_SERVER", "both"), "server under test: cairn, etcd or both")
+	flagOut      = flag.String("out", envdefault.String("ROBUSTNESS_OUT", ""), "append one JSON line per run to this file")
+	flagCompact  = flag.Duration("compact-every", envdefault.Duration("ROBUSTNESS_COMPACT_EVERY", 0), "compact the store at this interval during the load (0: not, unless a fault kind needs it)")
+	flagCheckFor = flag.Duration("check-timeout", envdefault.Duration("ROBUSTNESS_CHECK_TIMEOUT", time.Minute), "time limit of the linearizability checker per run")
 )
-
-func envString(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(name string, def int64) int64 {
-	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
 
 // cairnBin is `cairn`, built once for the package unless CAIRN_BIN names one.
 var cairnBin string
