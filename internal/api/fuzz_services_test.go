@@ -524,6 +524,7 @@ func (fm *fuzzMember) genCluster(t *testing.T, in *fuzzInput) {
 func FuzzCluster(f *testing.F) {
 	fm := newFuzzMember(f, "etcdserverpb.Cluster")
 	f.Add([]byte{0, 1, 0x0a, 0x03, 'x', 'y', 'z'})
+	f.Add([]byte{0, 0})                            // MemberAdd of no bytes: the harness's learner
 	f.Add([]byte{1, 1, 0, 1})                      // add a learner
 	f.Add([]byte{1, 1, 0, 1, 4, 1, 1})             // add a learner and promote it
 	f.Add([]byte{1, 1, 0, 1, 2, 1, 1, 1, 0, 1})    // add a learner, remove it, add another
