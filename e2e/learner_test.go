@@ -26,11 +26,19 @@ import (
 // for 5 s (--strict-reconfig-check, as etcd's): it tries until then.
 func addLearner(ctx context.Context, t *testing.T, cli *clientv3.Client, ms []*member, opts clusterOptions) (*member, uint64) {
 	t.Helper()
-	l := &member{t: t, name: "learner", dataDir: ms[0].dataDir + "-learner", curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
+	return addMember(ctx, t, cli, ms, opts, "learner", cli.MemberAddAsLearner)
+}
+
+// addMember adds a member named name through add (clientv3's MemberAdd or
+// MemberAddAsLearner) and returns it, not started, with its ID.
+func addMember(ctx context.Context, t *testing.T, cli *clientv3.Client, ms []*member, opts clusterOptions, name string,
+	add func(context.Context, []string) (*clientv3.MemberAddResponse, error)) (*member, uint64) {
+	t.Helper()
+	l := &member{t: t, name: name, dataDir: ms[0].dataDir + "-" + name, curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 	var added *clientv3.MemberAddResponse
 	var err error
-	waitFor(t, 20*time.Second, "the learner to be added", func() bool {
-		added, err = cli.MemberAddAsLearner(ctx, []string{l.purl})
+	waitFor(t, 20*time.Second, "the "+name+" to be added", func() bool {
+		added, err = add(ctx, []string{l.purl})
 		return !errors.Is(err, rpctypes.ErrUnhealthy)
 	})
 	if err != nil {

@@ -66,6 +66,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) error {
 		return nil
 	}
 	already := index <= s.appliedIndex
+	s.confs.see(index)
 	switch e.GetType() {
 	case raftpb.EntryType_EntryNormal:
 		if err := s.applyNormal(e); err != nil {
@@ -297,16 +298,19 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		s.log.Warn("refused a conf change that removes the last voter", "member-id", fmt.Sprintf("%x", cc.GetNodeId()), "index", e.GetIndex())
 		result = ErrNotEnoughStarted
 	}
+	s.confs.applying.Lock()
 	if !already {
 		w := s.st().Write()
 		if err := w.SetConsistentIndex(e.GetIndex(), e.GetTerm()); err != nil {
 			w.End()
+			s.confs.applying.Unlock()
 			return err
 		}
 		if result == nil {
 			result = s.applyMembershipChange(w.Backend(), cc)
 		}
 		if err := w.End(); err != nil {
+			s.confs.applying.Unlock()
 			return err
 		}
 	}
@@ -316,6 +320,8 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		cc = &raftpb.ConfChange{Id: cc.Id, Type: cc.Type, NodeId: proto.Uint64(0)}
 	}
 	s.confState = s.node.ApplyConfChange(cc)
+	s.confs.record(e.GetIndex(), s.confState)
+	s.confs.applying.Unlock()
 	if result == nil {
 		s.updatePeers(cc)
 	}
@@ -426,6 +432,7 @@ func (s *Server) maybeSnapshot() error {
 		return err
 	}
 	s.snapshotIndex = s.appliedIndex
+	s.confs.forget(s.snapshotIndex)
 	if err := s.wal.ReleaseLockTo(s.snapshotIndex); err != nil {
 		return err
 	}
@@ -464,6 +471,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.appliedIndex, s.appliedTerm = max(ci, index), term
 	s.snapshotIndex = index
 	s.confState = snap.GetMetadata().GetConfState()
+	s.confs.reset(index, s.confState)
 	s.log.Info("installed snapshot from the leader", "index", index, "consistent-index", ci, "revision", st.Rev())
 	return nil
 }

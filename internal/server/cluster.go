@@ -252,6 +252,7 @@ func (s *Server) join() error {
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
+	s.confs.reset(0, s.confState)
 	s.node, err = raftnode.Restart(s.raftConfig())
 	return err
 }

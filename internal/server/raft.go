@@ -306,12 +306,21 @@ func (s *Server) ReportSnapshot(id uint64, failed bool) {
 	s.node.ReportSnapshot(id, status)
 }
 
-// openSnapshotDB streams the current db to go with an outgoing snapshot.
-// The db is at least as new as the snapshot, which is all raft needs.
-func (s *Server) openSnapshotDB(*raftpb.Message) (io.ReadCloser, error) {
+// openSnapshotDB streams the current db to go with an outgoing snapshot,
+// and makes the message describe that db (describeDB).
+func (s *Server) openSnapshotDB(m *raftpb.Message) (io.ReadCloser, error) {
+	s.confs.applying.Lock()
+	db, err := s.st().Backend().OpenSnapshot()
+	if err != nil {
+		s.confs.applying.Unlock()
+		return nil, err
+	}
+	s.describeDB(m, db)
+	s.confs.applying.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := s.st().Backend().WriteSnapshot(pw)
+		_, err := db.WriteTo(pw)
+		db.Close()
 		pw.CloseWithError(err)
 	}()
 	return pr, nil

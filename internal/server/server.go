@@ -80,6 +80,7 @@ type Server struct {
 	appliedTerm   uint64
 	snapshotIndex uint64
 	confState     *raftpb.ConfState
+	confs         confHistory // confState by index, for snapshots sent to peers
 	// snapshotForced asks for a snapshot after the entries being applied.
 	snapshotForced bool
 
@@ -306,6 +307,7 @@ func (s *Server) startNew() error {
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
+	s.confs.reset(0, s.confState)
 	s.node, err = raftnode.Start(s.raftConfig(), peers)
 	return err
 }
@@ -384,6 +386,7 @@ func (s *Server) restart(wr walRead) error {
 	} else {
 		s.confState = &raftpb.ConfState{}
 	}
+	s.confs.reset(s.snapshotIndex, s.confState)
 	if rr.HardState != nil {
 		if err := s.storage.SetHardState(rr.HardState); err != nil {
 			return err

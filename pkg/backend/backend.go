@@ -664,13 +664,45 @@ func (b *Backend) Hash(ignore map[string][]string) (uint32, error) {
 // WriteSnapshot commits the open batch and streams a consistent copy of the
 // whole bbolt file to w, returning the bytes written.
 func (b *Backend) WriteSnapshot(w io.Writer) (int64, error) {
-	tx, err := b.committedView()
+	snap, err := b.OpenSnapshot()
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback()
-	return tx.WriteTo(w)
+	defer snap.Close()
+	return snap.WriteTo(w)
 }
+
+// Snapshot is a consistent view of the whole file, as of the commit that
+// OpenSnapshot made: what Get reads from it is what WriteTo streams.
+type Snapshot struct{ tx *bolt.Tx }
+
+// OpenSnapshot commits the open batch and opens a view of the file as it
+// is then. The caller must close it.
+func (b *Backend) OpenSnapshot() (*Snapshot, error) {
+	tx, err := b.committedView()
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{tx: tx}, nil
+}
+
+// Get returns a copy of the value of key in bucket, nil if either is absent.
+func (s *Snapshot) Get(bucket, key []byte) []byte {
+	bk := s.tx.Bucket(bucket)
+	if bk == nil {
+		return nil
+	}
+	if v := bk.Get(key); v != nil {
+		return bytes.Clone(v)
+	}
+	return nil
+}
+
+// WriteTo streams the file as of the view to w.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) { return s.tx.WriteTo(w) }
+
+// Close releases the view.
+func (s *Snapshot) Close() error { return s.tx.Rollback() }
 
 // SnapshotSize returns the size a WriteSnapshot would write now.
 func (b *Backend) SnapshotSize() int64 { return b.Size() }
