@@ -2,6 +2,7 @@ package walfmt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -373,4 +374,53 @@ func segmentsOf(items []*Item) int {
 		seen[it.Segment.Path] = true
 	}
 	return len(seen)
+}
+
+// TestDamageTornAtSectorBoundary: a power loss cuts a write at a 512-byte
+// sector boundary, the record's bytes from there on left as zeros. When the
+// boundary falls in the record's last 8 bytes, only that short zero run
+// tells it from a corrupted record; one within a sector, with the same
+// zeros, is damage.
+func TestDamageTornAtSectorBoundary(t *testing.T) {
+	dir, items := writeWAL(t, 400, 1<<20)
+	path := items[0].Segment.Path
+	orig := mustRead(t, path)
+	found := 0
+	for i, it := range items {
+		if i < 2 || it.Segment.Path != path {
+			continue
+		}
+		recOff := it.Offset + frameHeaderSize
+		word := binary.LittleEndian.Uint64(orig[it.Offset:])
+		end := recOff + int64(word&frameLengthMask)
+		boundary := (end - 1) / sectorSize * sectorSize
+		if boundary <= recOff || end-boundary >= frameHeaderSize || allZero(orig[boundary+1:end]) {
+			continue
+		}
+		found++
+		for _, tc := range []struct {
+			cut  int64
+			want error
+		}{
+			{boundary, ErrTornFrame},       // at the boundary: torn
+			{boundary + 1, ErrCRCMismatch}, // inside a sector: damage
+		} {
+			b := bytes.Clone(orig)
+			clear(b[tc.cut:]) // the rest of the write and every later one: as preallocated
+			mustWrite(t, path, b)
+			got, errs := decodeDir(t, dir, DecoderOptions{})
+			if len(errs) != 1 || len(got) != i {
+				t.Fatalf("record %d cut at %d: %d records, errors %v", i, tc.cut, len(got), errs)
+			}
+			if werr := asWALError(t, errs[0]); werr.Offset != it.Offset || !errors.Is(werr, tc.want) {
+				t.Errorf("record %d cut at %d (sector boundary %d, record ends at %d): %v, want %v", i, tc.cut, boundary, end, werr, tc.want)
+			}
+		}
+		if found == 3 {
+			break
+		}
+	}
+	if found == 0 {
+		t.Fatal("no record ends within 8 bytes after a sector boundary: write more or other entries")
+	}
 }

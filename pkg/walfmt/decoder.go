@@ -280,7 +280,7 @@ func (d *Decoder) readFrame() (*Item, error) {
 	d.off = off + frameSize
 	rec, err := UnmarshalRecord(buf[:length])
 	if err != nil {
-		return nil, d.fail(d.tornOr(ErrBadRecord, buf[:length]), off, off+frameHeaderSize, err)
+		return nil, d.fail(d.tornOr(ErrBadRecord, buf[:length], off+frameHeaderSize), off, off+frameHeaderSize, err)
 	}
 	if d.chainKnown {
 		if want := Chain(d.crc, rec.Data); rec.CRC != want {
@@ -288,7 +288,7 @@ func (d *Decoder) readFrame() (*Item, error) {
 			// chain continued from the crc it stores.
 			d.crc = rec.CRC
 			d.endOffset = off
-			return nil, newError(d.cur.Path, off, d.tornOr(ErrCRCMismatch, buf[:length]),
+			return nil, newError(d.cur.Path, off, d.tornOr(ErrCRCMismatch, buf[:length], off+frameHeaderSize),
 				fmt.Errorf("%s record stores crc %#08x, chain gives %#08x", rec.Type, rec.CRC, want))
 		}
 	}
@@ -315,15 +315,22 @@ func (d *Decoder) readFrame() (*Item, error) {
 	return it, nil
 }
 
-// tornOr returns ErrTornFrame instead of reason for a bad record that looks
-// like an unfinished write: its bytes end in zeros (the preallocated space a
-// write never reached) and no frame follows it.
-func (d *Decoder) tornOr(reason error, rec []byte) error {
-	if len(rec) < frameHeaderSize || !allZero(rec[len(rec)-frameHeaderSize:]) {
+// tornOr returns ErrTornFrame instead of reason for a bad record, at file
+// offset recOff, that looks like an unfinished write: no frame follows it,
+// and its bytes end in zeros (the preallocated space a write never reached):
+// its last 8 bytes, or all its bytes from the last sector boundary inside it
+// (a disk writes a 512-byte sector whole or not at all, so a write cut by a
+// power loss ends at one).
+func (d *Decoder) tornOr(reason error, rec []byte, recOff int64) error {
+	next, err := d.br.Peek(frameHeaderSize)
+	if (err != nil && !errors.Is(err, io.EOF)) || !allZero(next) {
 		return reason
 	}
-	next, err := d.br.Peek(frameHeaderSize)
-	if (err == nil || errors.Is(err, io.EOF)) && allZero(next) {
+	if len(rec) >= frameHeaderSize && allZero(rec[len(rec)-frameHeaderSize:]) {
+		return ErrTornFrame
+	}
+	end := recOff + int64(len(rec))
+	if boundary := (end - 1) / sectorSize * sectorSize; len(rec) > 0 && boundary > recOff && allZero(rec[boundary-recOff:]) {
 		return ErrTornFrame
 	}
 	return reason

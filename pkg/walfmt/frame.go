@@ -13,6 +13,8 @@ import (
 
 const (
 	frameHeaderSize = 8
+	// sectorSize is the unit a disk writes whole or not at all.
+	sectorSize      = 512
 	frameLengthMask = 1<<56 - 1
 )
 
