@@ -18,9 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/faultfs"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // cairnBin is the cairn binary the tests run, built once.
@@ -64,30 +64,40 @@ type member struct {
 	exited chan struct{}
 }
 
-// cluster is three members whose data dirs are all on one faultfs mount.
+// cluster is three members whose data dirs are on faultfs: all on one
+// mount (fs), or each on its own (mounts, by member).
 type cluster struct {
 	t       *testing.T
 	bin     string
 	fs      *faultfs.FS
+	mounts  []*faultfs.FS
 	members []*member
 }
 
 // startCluster starts three members of bin with their data dirs on a
 // fresh faultfs mount, and waits until each answers.
-func startCluster(t *testing.T, bin string) *cluster {
+func startCluster(t *testing.T, bin string) *cluster { return startClusterOn(t, bin, 1) }
+
+// startClusterOn is startCluster with the data dirs spread over n fresh
+// mounts (1 or 3): member i's on c.mounts[i%n].
+func startClusterOn(t *testing.T, bin string, n int) *cluster {
 	t.Helper()
 	dir := t.TempDir()
-	backing, mnt := filepath.Join(dir, "backing"), filepath.Join(dir, "mnt")
-	for _, d := range []string{backing, mnt} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
+	c := &cluster{t: t, bin: bin}
+	for i := range n {
+		backing, mnt := filepath.Join(dir, fmt.Sprintf("backing%d", i)), filepath.Join(dir, fmt.Sprintf("mnt%d", i))
+		for _, d := range []string{backing, mnt} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
+		c.mounts = append(c.mounts, faultfs.MountT(t, backing, mnt))
 	}
-	c := &cluster{t: t, bin: bin, fs: faultfs.MountT(t, backing, mnt)}
+	c.fs = c.mounts[0]
 	var initial []string
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("m%d", i)
-		m := &member{name: name, dataDir: filepath.Join(mnt, name), logPath: filepath.Join(dir, name+".log"),
+		m := &member{name: name, dataDir: filepath.Join(c.mounts[(i-1)%n].Dir, name), logPath: filepath.Join(dir, name+".log"),
 			curl: testnet.FreeURL(t), purl: testnet.FreeURL(t)}
 		c.members = append(c.members, m)
 		initial = append(initial, name+"="+m.purl)

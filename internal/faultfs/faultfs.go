@@ -158,7 +158,8 @@ func (f *FS) Unsynced() int {
 // PowerLoss drops every change not yet synced: each file changed since its
 // last fsync gets back its content and size as of that fsync. With r not
 // nil, each such file keeps instead a random prefix of the changes that
-// followed its fsync, the last one possibly torn (a part of a write). Call
+// followed its fsync, the last one possibly torn: cut at a sector boundary
+// (a disk writes a sector whole or not at all). Call
 // it only once the processes writing through the mount have been killed.
 func (f *FS) PowerLoss(r *rand.Rand) error {
 	f.mu.Lock()
@@ -168,8 +169,8 @@ func (f *FS) PowerLoss(r *rand.Rand) error {
 		keep, torn := 0, int64(-1)
 		if r != nil {
 			keep = r.IntN(len(u.recs) + 1)
-			if keep < len(u.recs) && u.recs[keep].n > 0 {
-				torn = r.Int64N(u.recs[keep].n)
+			if keep < len(u.recs) {
+				torn = u.recs[keep].tornAt(r)
 			}
 		}
 		for i := len(u.recs) - 1; i >= keep; i-- {
@@ -183,6 +184,21 @@ func (f *FS) PowerLoss(r *rand.Rand) error {
 		delete(f.dirty, ino)
 	}
 	return errors.Join(errs...)
+}
+
+// sectorSize is the unit a disk writes whole or not at all: a write cut by
+// a power loss ends at a multiple of it in the file.
+const sectorSize = 512
+
+// tornAt picks how many bytes of the write a power loss keeps: a cut at a
+// random sector boundary inside it, -1 (none kept) if it crosses none.
+func (rec undoRec) tornAt(r *rand.Rand) int64 {
+	first := (rec.off/sectorSize + 1) * sectorSize // the first boundary past the write's start
+	if rec.n == 0 || first >= rec.off+rec.n {
+		return -1
+	}
+	boundaries := (rec.off+rec.n-1-first)/sectorSize + 1
+	return first + r.Int64N(boundaries)*sectorSize - rec.off
 }
 
 // undo takes the change back, but for the first from bytes a write wrote.

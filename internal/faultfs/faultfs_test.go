@@ -190,16 +190,19 @@ func TestPowerLossDropsUnsynced(t *testing.T) {
 }
 
 // TestTornPowerLoss: appends after the last fsync survive as a prefix, in
-// order, possibly cut inside a write; never anything else.
+// order, possibly cut inside a write at a sector boundary of the file;
+// never anything else.
 func TestTornPowerLoss(t *testing.T) {
+	const synced, writeSize = "synced|", 300
 	f := mount(t)
 	lens := map[int]bool{}
+	torn := 0
 	for seed := range uint64(40) {
 		name := "wal" + string(rune('a'+seed%26)) + string(rune('a'+seed/26))
-		fh := create(t, f, name, "synced|", true)
+		fh := create(t, f, name, synced, true)
 		var all bytes.Buffer
 		for i := range 5 {
-			rec := bytes.Repeat([]byte{byte('0' + i)}, 10)
+			rec := bytes.Repeat([]byte{byte('0' + i)}, writeSize)
 			all.Write(rec)
 			if _, err := fh.Write(rec); err != nil {
 				t.Fatal(err)
@@ -210,13 +213,20 @@ func TestTornPowerLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := backingContent(t, f, name)
-		tail, ok := strings.CutPrefix(got, "synced|")
+		tail, ok := strings.CutPrefix(got, synced)
 		if !ok || !strings.HasPrefix(all.String(), tail) {
 			t.Fatalf("seed %d: after a torn power loss the file holds %q: not the synced content and a prefix of %q", seed, got, all.String())
 		}
+		switch {
+		case len(tail)%writeSize == 0:
+		case len(got)%512 == 0:
+			torn++
+		default:
+			t.Fatalf("seed %d: a write cut at file offset %d, not at a sector boundary", seed, len(got))
+		}
 		lens[len(tail)] = true
 	}
-	if len(lens) < 5 {
-		t.Fatalf("40 torn power losses kept only %d distinct lengths of the unsynced tail", len(lens))
+	if len(lens) < 5 || torn == 0 {
+		t.Fatalf("40 torn power losses kept only %d distinct lengths of the unsynced tail, %d of them a torn write", len(lens), torn)
 	}
 }
