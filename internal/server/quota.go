@@ -11,12 +11,16 @@ const quotaOverhead = 512
 
 // CheckQuota refuses a request that would grow the db past
 // --quota-backend-bytes, and raises the NOSPACE alarm the first time, as
-// etcd does. Reads, deletes and compactions always pass.
+// etcd does; so too, while the disk has less room than the member keeps
+// free (diskspace.go). Reads, deletes and compactions always pass.
 func (s *Server) CheckQuota(ctx context.Context, req *pb.InternalRaftRequest) error {
 	if !writesData(req) {
 		return nil
 	}
 	if s.alarms.NoSpace() {
+		return ErrNoSpace
+	}
+	if s.diskShort.Load() { // diskSpaceLoop raises the alarm
 		return ErrNoSpace
 	}
 	need := int64(quotaOverhead)

@@ -93,8 +93,11 @@ type Server struct {
 	versionCheck chan struct{}
 
 	alarms *alarm.Alarms
-	lessor *lease.Lessor
-	auth   *auth.Store // users, roles, tokens (auth: added)
+	// diskShort: the disk has less room than the member keeps free
+	// (diskspace.go); writes are refused.
+	diskShort atomic.Bool
+	lessor    *lease.Lessor
+	auth      *auth.Store // users, roles, tokens (auth: added)
 
 	stopOnce    sync.Once
 	removedOnce sync.Once // Removed
@@ -215,9 +218,10 @@ func Start(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go s.campaignAlone()
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.publishAttributes()
 	go s.idleMemoryLoop()
+	go s.diskSpaceLoop()
 	s.startCorruptChecks()
 	s.startAutoPromote()
 	if ac, _ := autocompact.Parse(cfg.AutoCompactionMode, cfg.AutoCompactionRetention); ac.Enabled() {
