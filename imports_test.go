@@ -1,4 +1,4 @@
-// The layout rules of the module (DESIGN.md, section 2), checked on the
+// The layout rules of the module (docs/design.md), checked on the
 // packages' dependencies as `go list` reports them.
 package cairn_test
 
@@ -20,6 +20,7 @@ const module = "github.com/cairnkv/cairn"
 // in or under to (paths relative to the module; tests not counted).
 var importRules = []struct{ from, to, why string }{
 	{"pkg", "internal", "pkg/ is usable as a library on its own"},
+	{"cmd", "internal/etcdref", "the reference etcd is for tests: the binary never builds or runs it"},
 	{"internal/forensics", "internal/server", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/api", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/client", "the offline kit reads pkg/ only and works with no server"},

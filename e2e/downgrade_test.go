@@ -15,7 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 )
 

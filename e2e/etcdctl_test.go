@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // etcdctlScript is run by the real etcdctl 3.7.3 against a fresh real etcd

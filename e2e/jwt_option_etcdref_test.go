@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/internal/auth/jwtkeytest"
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // refusedStart runs a server that must refuse to start and returns its

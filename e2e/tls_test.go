@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // runCommand runs a command with a deadline and returns its output and exit code.

@@ -138,7 +138,7 @@ CLIENT_RUNS=("1 put" "1 range" "3 put")
 # setup_run finds etcd, makes the work directory (removed at exit unless
 # KEEP is set) and builds cairn and the etcd-client load generator.
 setup_run() {
-  ETCD_BIN=${ETCD_BIN:-$(bash ../shared/tools/reference-etcd.sh)}
+  ETCD_BIN=${ETCD_BIN:-$(bash scripts/reference-etcd.sh)}
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")
   RESULTS=$WORK/results
   mkdir -p "$WORK/bin" "$RESULTS"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs a sample of etcd 3.7.3's own e2e suite with cairn as the etcd binary
 # (a link named etcd: cairn started as etcd is the server), with the real
-# etcdctl and etcdutl, through ../shared/tools/etcd-e2e. Fails if any test
+# etcdctl and etcdutl, through scripts/etcd-e2e. Fails if any test
 # of the list does not pass. LIST (default scripts/etcd-e2e-sample.txt)
 # and PKG (common or e2e) choose the tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LIST=${LIST:-scripts/etcd-e2e-sample.txt}
 PKG=${PKG:-common}
-TOOLS=../shared/tools/etcd-e2e
+TOOLS=scripts/etcd-e2e
 export E2E_WS=${E2E_WS:-${TMPDIR:-/tmp}/etcd-e2e}
 mkdir -p "$E2E_WS"
 go build -o "$E2E_WS/cairn" ./cmd/cairn || exit 1

@@ -4,7 +4,7 @@
 # guarantees and a cross-member check of the persisted logs) with cairn as the
 # etcd binary: each scenario of LIST once, cairn only. Fails if any does not
 # pass. The full comparison with etcd 3.7.3 as the control, three rounds of
-# every scenario that needs no gofail build, is ../shared/tools/etcd-robustness/run.sh.
+# every scenario that needs no gofail build, is scripts/etcd-robustness/run.sh.
 #
 #   LIST=scripts/etcd-robustness-short.txt scripts/etcd-robustness-short.sh
 #
@@ -15,15 +15,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LIST=${LIST:-scripts/etcd-robustness-short.txt}
-TOOLS=../shared/tools
 export E2E_WS=${E2E_WS:-${TMPDIR:-/tmp}/etcd-e2e}
 mkdir -p "$E2E_WS"
 go build -o "$E2E_WS/cairn" ./cmd/cairn || exit 1
 if [ ! -d "$E2E_WS/tests/robustness" ] || [ "$(readlink -f "$E2E_WS/bin-cairn/etcd")" != "$(readlink -f "$E2E_WS/cairn")" ]; then
-  E2E_SHIM=symlink CAIRN_BIN="$E2E_WS/cairn" bash "$TOOLS/etcd-e2e/setup.sh" >"$E2E_WS/setup.log" 2>&1 ||
+  E2E_SHIM=symlink CAIRN_BIN="$E2E_WS/cairn" bash scripts/etcd-e2e/setup.sh >"$E2E_WS/setup.log" 2>&1 ||
     { tail -20 "$E2E_WS/setup.log"; exit 1; }
 fi
-bash "$TOOLS/etcd-robustness/prepare.sh" >"$E2E_WS/robustness-prepare.log" 2>&1 ||
+bash scripts/etcd-robustness/prepare.sh >"$E2E_WS/robustness-prepare.log" 2>&1 ||
   { tail -20 "$E2E_WS/robustness-prepare.log"; exit 1; }
 
 out="$E2E_WS/results/robustness-short"

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/envdefault"
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 )
 
 // The flags, each also read from an environment variable (a flag given on

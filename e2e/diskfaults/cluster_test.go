@@ -18,7 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/faultfs"
 	"github.com/cairnkv/cairn/internal/testnet"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/internal/envdefault"
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/auth/jwtkeytest"
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // TestAuthMatchesEtcdWithJWT runs the auth transcript against real etcd

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // Requests a hostile client may send, answered as etcd 3.7.3 answers them.

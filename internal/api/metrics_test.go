@@ -19,11 +19,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // family is one metric family as /metrics shows it.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/internal/client/clienttest"
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 )
 
 // compatScript is run once with etcdctl and once with cairn, each time on a

@@ -1,8 +1,10 @@
 // Package etcdref finds the reference etcd binaries (etcd, etcdctl,
 // etcdutl) that tests use as black boxes to compare cairn with: etcd 3.7.3,
 // and other releases where a test needs one (etcd 3.6 after a downgrade).
-// They are built from the Go module proxy by shared/tools/reference-etcd.sh,
-// which lives beside the repository.
+// They are built from the Go module proxy, once, by the repository's
+// scripts/reference-etcd.sh (found by walking up from the test's working
+// directory to go.mod), which caches them. CAIRN_REFERENCE_ETCD_DIR names a
+// folder that already holds etcd 3.7.3's binaries instead.
 package etcdref
 
 import (
@@ -55,7 +57,7 @@ func build(release string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	script := filepath.Join(root, "..", "shared", "tools", "reference-etcd.sh")
+	script := filepath.Join(root, "scripts", "reference-etcd.sh")
 	if _, err := os.Stat(script); err != nil {
 		return "", fmt.Errorf("reference etcd build script not found: %w", err)
 	}
@@ -92,11 +94,12 @@ func ReleaseBin(t testing.TB, release, name string) string {
 func binIn(t testing.TB, d string, err error, name string) string {
 	t.Helper()
 	if err != nil {
-		t.Skipf("reference etcd tools unavailable, skipping the comparison with real etcd: %v", err)
+		t.Skipf("reference etcd tools unavailable, skipping the comparison with real etcd "+
+			"(scripts/reference-etcd.sh builds them; CAIRN_REFERENCE_ETCD_DIR names a folder that holds them): %v", err)
 	}
 	p := filepath.Join(d, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("reference %s missing in %s, skipping the comparison with real etcd", name, d)
+		t.Skipf("reference %s missing in %s (from CAIRN_REFERENCE_ETCD_DIR or scripts/reference-etcd.sh), skipping the comparison with real etcd", name, d)
 	}
 	return p
 }

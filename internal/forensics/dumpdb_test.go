@@ -31,12 +31,8 @@ func TestDumpDBIterateBucketEqualsEtcd(t *testing.T) {
 		}
 	}
 	// The cluster fixture: three members, one removed.
-	src := "../../../shared/fixtures/etcd-3.7.3-cluster"
-	if !exists(src) {
-		t.Skipf("cluster fixture %s not found beside the repository", src)
-	}
 	cluster := t.TempDir()
-	copyTree(t, src, cluster)
+	copyTree(t, "../../testdata/etcd-3.7.3-cluster", cluster)
 	for _, bucket := range []string{"members", "members_removed"} {
 		got := mustRun(t, "dump-db", "iterate-bucket", filepath.Join(cluster, "m1"), bucket, "--decode")
 		want := readFile(t, filepath.Join(cluster, "etcd-dump-db."+bucket+".txt"))
@@ -61,7 +57,7 @@ func TestDumpDBIterateRawAndLimit(t *testing.T) {
 	if got != "key=\"term\", value=\"\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x02\"\n" {
 		t.Errorf("raw meta: %q", got)
 	}
-	// The operand may come first, as the issue writes the commands.
+	// The operand may come first.
 	if got := mustRun(t, "dump-db", "iterate-bucket", "cluster", data); !strings.Contains(got, "clusterVersion") {
 		t.Errorf("bucket before data dir: %q", got)
 	}

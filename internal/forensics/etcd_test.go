@@ -11,8 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/testnet"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 

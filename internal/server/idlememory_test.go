@@ -12,7 +12,8 @@ var garbage []byte
 // TestSpareHeapCountsGarbageNotYetCollected: 100 MB allocated and dropped
 // after the last collection is heap an idle member can give back, though
 // no collection has yet made it free (the end of a load long after the
-// last collection: the member held it at rest, BENCHMARKS.md session 16).
+// last collection: the member held it at rest; BENCHMARKS.md, "Memory and
+// garbage collection").
 func TestSpareHeapCountsGarbageNotYetCollected(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.GC()

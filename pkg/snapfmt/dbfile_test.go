@@ -11,7 +11,7 @@ import (
 )
 
 // fixtureDB is the output of `etcdctl snapshot save` against etcd 3.7.3
-// (copied from shared/fixtures/etcd-3.7.3/snapshot.db).
+// (a copy of the repository's testdata/etcd-3.7.3/snapshot.db).
 const fixtureDB = "testdata/snapshot.db"
 
 func TestFixtureDBTrailer(t *testing.T) {

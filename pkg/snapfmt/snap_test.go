@@ -13,7 +13,7 @@ import (
 )
 
 // fixtureSnap is the .snap file a real etcd 3.7.3 wrote (copied from
-// shared/fixtures/etcd-3.7.3/data/member/snap).
+// testdata/etcd-3.7.3/data/member/snap of the repository).
 const fixtureSnap = "testdata/0000000000000002-0000000000000029.snap"
 
 const fixtureNodeID = 0x1f4d227d440d78c2

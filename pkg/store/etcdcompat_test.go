@@ -9,7 +9,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 )
 
 // TestEtcdReadsOurFile writes a db with pkg/store and has real etcd 3.7.3's

@@ -13,7 +13,7 @@ import (
 )
 
 // fixtureWAL is the only segment of the WAL written by a real etcd 3.7.3
-// (copied from shared/fixtures/etcd-3.7.3/data/member/wal).
+// (a copy of the repository's testdata/etcd-3.7.3/data/member/wal).
 const fixtureWAL = "testdata/0000000000000000-0000000000000000.wal"
 
 // copyFixture copies the fixture WAL into a fresh directory and returns it.

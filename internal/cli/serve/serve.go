@@ -295,8 +295,8 @@ func newServerLogger(loggerName, outputs, format, level string, rotation *logRot
 // writes of that length meets no collection. Against 64 MB it took the put
 // p99 of a 20,000-put burst from 0.82 to 0.68 of etcd's, for 46 MB more
 // peak RSS (153 MB), which an idle member gives back; in a steady load the
-// two are alike (BENCHMARKS.md, session 15). A heap of 128 MB or more live
-// keeps Go's own pace.
+// two are alike (BENCHMARKS.md, "Memory and garbage collection"). A heap of
+// 128 MB or more live keeps Go's own pace.
 const gcRoom = 128 << 20
 
 // runServe starts the member and its client API and runs until SIGINT or

@@ -1,5 +1,5 @@
 // Package clienttest starts real servers for the tests of the client and the
-// command line: etcd 3.7.3 built by shared/tools/reference-etcd.sh, or any
+// command line: etcd 3.7.3 built by scripts/reference-etcd.sh, or any
 // server that takes etcd's flags (such as `cairn serve`) named by the
 // CAIRN_TEST_SERVER environment variable.
 package clienttest
@@ -23,9 +23,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
-	"github.com/cairnkv/cairn/pkg/etcdref"
 )
 
 // ServerEnv names the environment variable that selects the server under

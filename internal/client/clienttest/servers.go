@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/internal/client/clienttest"
-	"github.com/cairnkv/cairn/pkg/etcdref"
+	"github.com/cairnkv/cairn/internal/etcdref"
 )
 
 // The data dirs of real 3-member clusters, cairn's and etcd 3.7.3's: one
