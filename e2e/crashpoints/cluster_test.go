@@ -21,7 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/cairnkv/cairn/internal/cli/metrics"
+	"github.com/cairnkv/cairn/internal/cliutil/metrics"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )

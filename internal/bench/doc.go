@@ -5,6 +5,7 @@
 //
 // internal/cli puts NewBenchCommand and NewCheckCommand in the command
 // tree and gives them the global flags through Globals. They talk to the
-// cluster through internal/client and print with internal/cli/printer;
-// they import nothing of the server's side (server, api, transport).
+// cluster through internal/client and print with internal/cliutil/printer;
+// they import nothing of the server's side (server, api, transport), and
+// nothing of internal/cli, the command tree above them.
 package bench

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // Globals is what the commands read of cairn's global flags, which

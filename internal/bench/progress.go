@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairnkv/cairn/internal/cli/term"
+	"github.com/cairnkv/cairn/internal/cliutil/term"
 )
 
 // progressBar draws "done / of [---->____] 12.34%" on one line of a

@@ -11,7 +11,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/bench/loadgen"
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 )
 
 // addKeyFlags declares the key and value flags of the write workloads.

@@ -11,10 +11,10 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/keyrange"
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/keyrange"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // addAuthCommands attaches auth, user and role with their subcommands.

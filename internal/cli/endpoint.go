@@ -13,10 +13,10 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/metrics"
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/metrics"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // addEndpointCommands attaches endpoint and its subcommands.

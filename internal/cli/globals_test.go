@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 )
 
 func TestEndpointsFromEnvironment(t *testing.T) {

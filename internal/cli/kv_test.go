@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 func TestGetFlagsChecked(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // concurrencyGroup holds lock and elect in the help, as etcdctl shows them.

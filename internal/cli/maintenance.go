@@ -16,11 +16,11 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/internal/cli/progress"
-	"github.com/cairnkv/cairn/internal/cli/term"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
+	"github.com/cairnkv/cairn/internal/cliutil/term"
 )
 
 // addMaintenanceCommands attaches alarm, defrag, snapshot save and

@@ -2,12 +2,16 @@
 // flags and the client command groups (kv, watch, lease, member, endpoint,
 // auth, maintenance, ...), one file per group, and `gateway start`. It puts
 // in the tree the member's command of internal/cli/serve, the offline kit
-// of internal/forensics and the load commands of internal/bench, and prints
-// through internal/cli/printer; its subpackages cmderr, keyrange, term and
-// docs are shared by those.
+// of internal/forensics and the load commands of internal/bench, and
+// renders the man pages and completion scripts of the tree with
+// internal/cli/docs.
 //
-// Its own files import the client (internal/client), never the server:
-// that is serve's. Nothing imports it but cmd/cairn and internal/gendocs.
+// It is the top layer of the commands: it and the command families it
+// attaches (serve, forensics, bench) print, fail and read their arguments
+// through the packages of internal/cliutil (printer, cmderr, keyrange,
+// term, progress, metrics), which are below all of them. Its own files
+// import the client (internal/client), never the server: that is serve's.
+// Nothing imports it but cmd/cairn and internal/gendocs.
 package cli
 
 import (
@@ -15,8 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
 	"github.com/cairnkv/cairn/internal/cli/serve"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 	"github.com/cairnkv/cairn/internal/version"
 )
 

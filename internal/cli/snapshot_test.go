@@ -13,10 +13,10 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/internal/cli/progress"
 	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 )
 
 // TestSnapshotSaveReports: snapshot save shows the bytes received of the

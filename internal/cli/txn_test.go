@@ -8,7 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 )
 
 func TestParseCompare(t *testing.T) {

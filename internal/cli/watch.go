@@ -18,10 +18,10 @@ import (
 	"github.com/spf13/pflag"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/keyrange"
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/keyrange"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // watchOptions are the flags of watch, also accepted by the watch lines of

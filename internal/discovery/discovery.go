@@ -23,8 +23,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/cairnkv/cairn/internal/cli/keyrange"
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/cliutil/keyrange"
 )
 
 // etcd's errors.

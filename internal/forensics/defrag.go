@@ -12,9 +12,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 

@@ -10,7 +10,8 @@
 // prefix) per command.
 //
 // It reads the formats through pkg/ (walfmt, snapfmt, store, cluster) and
-// prints with internal/cli/printer; it may import no server, api, client
-// or transport package (a test in the module root checks it), so the tools
-// work whatever state the server's code is in.
+// prints with internal/cliutil/printer; it may import no server, api, client
+// or transport package, so the tools work whatever state the server's code
+// is in, and nothing of internal/cli, the command tree above it (a test in
+// the module root checks both).
 package forensics

@@ -11,7 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/store"
 )

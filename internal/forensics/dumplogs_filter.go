@@ -7,7 +7,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/store"
 )

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 	"github.com/cairnkv/cairn/pkg/cluster"
 )
 

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"

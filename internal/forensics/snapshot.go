@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"

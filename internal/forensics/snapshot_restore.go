@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 )
 

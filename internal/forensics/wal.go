@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/internal/cli/progress"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )

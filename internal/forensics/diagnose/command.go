@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
-	"github.com/cairnkv/cairn/internal/cli/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // NewCommand builds `diagnose`.

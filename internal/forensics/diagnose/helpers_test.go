@@ -19,8 +19,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )

@@ -3,7 +3,7 @@
 // --from-key. It imports only cmderr, for the errors of bad arguments.
 package keyrange
 
-import "github.com/cairnkv/cairn/internal/cli/cmderr"
+import "github.com/cairnkv/cairn/internal/cliutil/cmderr"
 
 // PrefixEnd is the end of the range of keys that start with prefix.
 func PrefixEnd(prefix []byte) []byte {

@@ -8,7 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/cairnkv/cairn/internal/cli/keyrange"
+	"github.com/cairnkv/cairn/internal/cliutil/keyrange"
 )
 
 // The simple format of each result: what etcdctl prints by default.

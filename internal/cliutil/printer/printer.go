@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 )
 
 // Output formats of --write-out.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/cairnkv/cairn/internal/cli/cmderr"
+	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 )
 
 func TestPrefixEnd(t *testing.T) {

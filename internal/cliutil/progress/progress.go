@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnkv/cairn/internal/cli/printer"
-	"github.com/cairnkv/cairn/internal/cli/term"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/internal/cliutil/term"
 )
 
 // Bytes reports work measured in bytes.
