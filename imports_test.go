@@ -1,5 +1,8 @@
-// The layout rules of the module (docs/design.md), checked on the
-// packages' dependencies as `go list` reports them.
+// The layout rules of the module (docs/design.md, section "Layers"),
+// checked on the packages' dependencies as `go list` reports them. Imports
+// point down: from the command tree (internal/cli) to the command families
+// it attaches, from those to the helpers they share (internal/cliutil), the
+// client, the server's side and pkg/.
 package cairn_test
 
 import (
@@ -25,7 +28,14 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/forensics", "internal/api", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/client", "the offline kit reads pkg/ only and works with no server"},
 	{"internal/forensics", "internal/transport", "the offline kit reads pkg/ only and works with no server"},
-	{"internal/forensics/diagnose", "internal/cli/serve", "diagnose reads data dirs offline: it prints the commands that start members, it never starts one"},
+	{"internal/bench", "internal/server", "the load commands are clients of a running cluster"},
+	{"internal/bench", "internal/api", "the load commands are clients of a running cluster"},
+	{"internal/bench", "internal/transport", "the load commands are clients of a running cluster"},
+	{"internal/cliutil", "internal/forensics", "the helpers the commands share are below the command families that use them"},
+	{"internal/cliutil", "internal/bench", "the helpers the commands share are below the command families that use them"},
+	{"internal/cliutil", "internal/server", "the offline kit prints with the helpers the commands share, and works with no server"},
+	{"internal/cliutil", "internal/api", "the offline kit prints with the helpers the commands share, and works with no server"},
+	{"internal/cliutil", "internal/client", "the offline kit prints with the helpers the commands share, and works with no server"},
 	{"internal/server", "internal/api", "internal/api calls into internal/server, never the reverse"},
 	{"internal/client", "internal/server", "the client knows nothing of the server's internals"},
 	{"internal/client", "internal/api", "the client knows nothing of the server's internals"},
@@ -56,9 +66,22 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/tcpproxy", "pkg", "the gateway pipes bytes and knows nothing of etcd"},
 }
 
-// listedPackage is what the test reads of `go list -json`.
+// topRules are the packages at the top of the layout: no package outside
+// pkg's tree but those in or under importers may depend, directly or
+// through other packages, on a package in or under pkg (tests not counted).
+var topRules = []struct {
+	pkg       string
+	importers []string
+	why       string
+}{
+	{"internal/cli", []string{"cmd/cairn", "internal/gendocs"},
+		"internal/cli is the command tree: it puts serve, the offline kit (internal/forensics) and the load commands (internal/bench) in the tree, and they and the helpers below them (internal/cliutil) never import it back; the binary runs it, gendocs renders its docs"},
+}
+
+// listedPackage is what the tests read of `go list -json`.
 type listedPackage struct {
 	ImportPath string
+	Dir        string
 	Imports    []string // direct, of the non-test files
 	Deps       []string // direct and indirect
 }
@@ -89,10 +112,40 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+func TestTopPackages(t *testing.T) {
+	pkgs := listPackages(t)
+	byPath := map[string]*listedPackage{}
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	for _, r := range topRules {
+		matched := false
+		for _, p := range pkgs {
+			if under(p.ImportPath, r.pkg) {
+				matched = true
+				continue
+			}
+			if slices.ContainsFunc(r.importers, func(imp string) bool { return under(p.ImportPath, imp) }) {
+				continue
+			}
+			for _, dep := range p.Deps {
+				if under(dep, r.pkg) {
+					t.Errorf("%s depends on %s (%s); only %s may: %s",
+						rel(p.ImportPath), rel(dep), strings.Join(importChain(byPath, p.ImportPath, dep), " -> "),
+						strings.Join(r.importers, ", "), r.why)
+				}
+			}
+		}
+		if !matched {
+			t.Errorf("rule on %s: no package is in %s", r.pkg, r.pkg)
+		}
+	}
+}
+
 // listPackages lists the packages of the module with `go list -json`.
 func listPackages(t *testing.T) []*listedPackage {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,Imports,Deps", "./...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
