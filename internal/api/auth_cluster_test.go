@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/internal/client/clienttest"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
@@ -30,7 +31,7 @@ func TestAuthTokenWorksOnEveryMember(t *testing.T) {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, purls[i-1]))
 	}
 	for i := range 3 {
-		s, err := server.Start(server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost, ListenClientURLs: curls[i : i+1],
+		s, err := server.Start(memberconfig.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost, ListenClientURLs: curls[i : i+1],
 			ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ",")})
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +84,7 @@ func TestAuthStateArrivesWithSnapshot(t *testing.T) {
 	}
 	ms := make([]*member, 3)
 	for i := range 3 {
-		ms[i] = &member{t: t, curl: curls[i], cfg: server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost,
+		ms[i] = &member{t: t, curl: curls[i], cfg: memberconfig.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), BcryptCost: testBcryptCost,
 			ListenClientURLs: curls[i : i+1], ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ","),
 			SnapshotCount: 20, SnapshotCatchUpEntries: 5}}
 		ms[i].start()

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/authtest"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -31,7 +31,7 @@ func TestServesEtcdFixtureWithAuth(t *testing.T) {
 	// Before any password is changed: etcd's users are there, and a wrong
 	// password is refused.
 	m := &member{t: t, curl: testnet.FreeURL(t)}
-	m.cfg = server.Config{Name: "default", DataDir: dir, ListenClientURLs: []string{m.curl},
+	m.cfg = memberconfig.Config{Name: "default", DataDir: dir, ListenClientURLs: []string{m.curl},
 		ListenPeerURLs: []string{testnet.FreeURL(t)}, BcryptCost: testBcryptCost}
 	m.start()
 	t.Cleanup(m.stop)

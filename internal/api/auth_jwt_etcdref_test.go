@@ -6,7 +6,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth/jwtkeytest"
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -20,7 +20,7 @@ func TestAuthMatchesEtcdWithJWT(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			option := jwtkeytest.New(t, method).Option(t, t.TempDir(), method)
 			want := newTranscript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t), "--auth-token", option)).runAuthScript()
-			curl, _, _ := startMember(t, server.Config{AuthToken: option})
+			curl, _, _ := startMember(t, memberconfig.Config{AuthToken: option})
 			got := newTranscript(t, curl).runAuthScript()
 			if !slices.Equal(want, got) {
 				t.Errorf("cairn's auth transcript with %s tokens differs from etcd's:\n%s", method, diffLines(want, got))

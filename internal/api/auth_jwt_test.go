@@ -9,7 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/cairnkv/cairn/internal/auth/jwtkeytest"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 // TestAuthWithJWT: a member with --auth-token jwt issues JWTs and takes
@@ -20,7 +20,7 @@ func TestAuthWithJWT(t *testing.T) {
 	// exp is in whole seconds: a 3s token lives more than 2s, long enough
 	// for the checks before it expires.
 	option := jwtkeytest.New(t, "ES256").Option(t, t.TempDir(), "ES256") + ",ttl=3s"
-	m := newMember(t, server.Config{AuthToken: option})
+	m := newMember(t, memberconfig.Config{AuthToken: option})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))

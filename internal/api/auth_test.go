@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -25,7 +26,7 @@ import (
 // a test can restart it.
 type member struct {
 	t    *testing.T
-	cfg  server.Config
+	cfg  memberconfig.Config
 	curl string
 	s    *server.Server
 	a    *API
@@ -33,7 +34,7 @@ type member struct {
 
 // newMember starts a member; it serves clients over https when cfg has a
 // client certificate.
-func newMember(t *testing.T, cfg server.Config) *member {
+func newMember(t *testing.T, cfg memberconfig.Config) *member {
 	t.Helper()
 	scheme := "http://"
 	if cfg.ClientTLS.HasCert() {
@@ -132,7 +133,7 @@ func setUpAuth(t *testing.T, ctx context.Context, cli *clientv3.Client) {
 }
 
 func TestAuthWithClientv3(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	anon := m.client("", "")
@@ -222,7 +223,7 @@ func TestAuthTokensExpireAndEnd(t *testing.T) {
 	// A TTL long enough that a slow machine still uses a fresh token in
 	// time, short enough to wait out.
 	const ttl = 3 * time.Second
-	m := newMember(t, server.Config{AuthTokenTTL: ttl})
+	m := newMember(t, memberconfig.Config{AuthTokenTTL: ttl})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))
@@ -268,7 +269,7 @@ func TestAuthTokensExpireAndEnd(t *testing.T) {
 // from the db, and replaying the WAL does not apply the auth changes a
 // second time (the auth revision would move).
 func TestAuthSurvivesRestart(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))
@@ -311,7 +312,7 @@ func TestAuthSurvivesRestart(t *testing.T) {
 // TestLeaseExpiryWithAuth: the member revokes an expired lease, and
 // deletes its keys, with authentication on and no client involved.
 func TestLeaseExpiryWithAuth(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))
@@ -344,7 +345,7 @@ func TestLeaseExpiryWithAuth(t *testing.T) {
 // default is used, as etcd does.
 func TestBcryptCost(t *testing.T) {
 	for _, c := range []struct{ given, want int }{{5, 5}, {2, bcrypt.DefaultCost}} {
-		_, s, cli := startMember(t, server.Config{BcryptCost: c.given})
+		_, s, cli := startMember(t, memberconfig.Config{BcryptCost: c.given})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := cli.UserAdd(ctx, "alice", "pw"); err != nil {
@@ -365,7 +366,7 @@ func TestBcryptCost(t *testing.T) {
 // LeaseLeases, as etcd 3.7 answers it: any user may list the leases if it
 // may read every key attached to any of them.
 func TestLeaseListNeedsReadOnTheLeasesKeys(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))

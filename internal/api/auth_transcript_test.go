@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -584,7 +584,7 @@ func diffLines(want, got []string) string {
 // against a cairn member, and wants the same lines.
 func TestAuthMatchesEtcd(t *testing.T) {
 	want := newTranscript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t))).runAuthScript()
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	got := newTranscript(t, curl).runAuthScript()
 	if !slices.Equal(want, got) {
 		t.Errorf("cairn's auth transcript differs from etcd's:\n%s", diffLines(want, got))

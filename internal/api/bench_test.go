@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 // BenchmarkPutThroughAPI: one put by a clientv3 client to an in-process
 // member, through the gRPC server, its interceptors, raft, the WAL and
 // the apply loop.
 func BenchmarkPutThroughAPI(b *testing.B) {
-	_, _, cli := startMember(b, server.Config{})
+	_, _, cli := startMember(b, memberconfig.Config{})
 	ctx := context.Background()
 	value := make([]byte, 256)
 	b.ReportAllocs()

@@ -8,11 +8,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 )
 
 func TestThreeMembersInProcess(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *server.Config) { cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 50, 10 })
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) { cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 50, 10 })
 	var curls []string
 	servers := make([]*server.Server, 3)
 	for i, m := range ms {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/featuregate"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/store"
@@ -96,11 +97,11 @@ func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
 // corruptCluster starts 3 in-process members with fast elections, logging
 // to one capture; configure adjusts each member's configuration. It returns
 // the members' configurations too, to restart them.
-func corruptCluster(t *testing.T, configure func(*server.Config)) ([]*inProcessMember, []server.Config, *logCapture) {
+func corruptCluster(t *testing.T, configure func(*memberconfig.Config)) ([]*inProcessMember, []memberconfig.Config, *logCapture) {
 	t.Helper()
 	logs := &logCapture{}
-	var cfgs []server.Config
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	var cfgs []memberconfig.Config
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
 		cfg.Logger = slog.New(logs)
 		if configure != nil {
@@ -218,7 +219,7 @@ func curls(ms []*inProcessMember) []string {
 // CORRUPT alarm for that follower, with etcd's log line; from then on
 // writes fail on every member with etcd's "corrupt cluster", reads do not.
 func TestCorruptPeriodicCheckNamesDivergedFollower(t *testing.T) {
-	ms, _, logs := corruptCluster(t, func(cfg *server.Config) { cfg.CorruptCheckTime = 50 * time.Millisecond })
+	ms, _, logs := corruptCluster(t, func(cfg *memberconfig.Config) { cfg.CorruptCheckTime = 50 * time.Millisecond })
 	cli := newClient(t, curls(ms)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -259,7 +260,7 @@ func TestCorruptPeriodicCheckNamesDivergedFollower(t *testing.T) {
 // the leader raise the CORRUPT alarm for itself, as etcd's leader does when
 // a follower answers with a revision ahead of its own.
 func TestCorruptPeriodicCheckFollowerAhead(t *testing.T) {
-	ms, _, logs := corruptCluster(t, func(cfg *server.Config) { cfg.CorruptCheckTime = 50 * time.Millisecond })
+	ms, _, logs := corruptCluster(t, func(cfg *memberconfig.Config) { cfg.CorruptCheckTime = 50 * time.Millisecond })
 	cli := newClient(t, curls(ms)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -360,7 +361,7 @@ func TestCorruptAlarmRefusesWrites(t *testing.T) {
 // etcd's error, after comparing with the peer that answers (the one that is
 // down is skipped with a warning); a healthy member starts.
 func TestCorruptInitialCheckRefusesDivergedMember(t *testing.T) {
-	ms, cfgs, logs := corruptCluster(t, func(cfg *server.Config) {
+	ms, cfgs, logs := corruptCluster(t, func(cfg *memberconfig.Config) {
 		cfg.Features = featuregate.Gates{featuregate.InitialCorruptCheck: true}
 	})
 	cli := newClient(t, curls(ms)...)
@@ -415,7 +416,7 @@ func TestCorruptInitialCheckRefusesDivergedMember(t *testing.T) {
 // revision differs from the leader's and the other follower's, and the
 // leader raises the CORRUPT alarm for it.
 func TestCorruptCompactHashCheck(t *testing.T) {
-	ms, _, logs := corruptCluster(t, func(cfg *server.Config) {
+	ms, _, logs := corruptCluster(t, func(cfg *memberconfig.Config) {
 		cfg.Features = featuregate.Gates{featuregate.CompactHashCheck: true}
 		cfg.CompactHashCheckTime = 50 * time.Millisecond
 	})
@@ -467,7 +468,7 @@ func TestCorruptCompactHashCheck(t *testing.T) {
 // deletes, txns and compactions, the periodic and compaction checks pass,
 // again and again, and raise no alarm.
 func TestCorruptChecksNoFalseAlarm(t *testing.T) {
-	ms, _, logs := corruptCluster(t, func(cfg *server.Config) {
+	ms, _, logs := corruptCluster(t, func(cfg *memberconfig.Config) {
 		cfg.CorruptCheckTime = 30 * time.Millisecond
 		cfg.Features = featuregate.Gates{featuregate.CompactHashCheck: true}
 		cfg.CompactHashCheckTime = 30 * time.Millisecond

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -162,7 +162,7 @@ func runDowngradeScript(t *testing.T, curl string) []string {
 // wants the same answers, versions and statuses.
 func TestDowngradeMatchesEtcd(t *testing.T) {
 	want := runDowngradeScript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t)))
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	got := runDowngradeScript(t, curl)
 	if !slices.Equal(want, got) {
 		t.Errorf("cairn's downgrade transcript differs from etcd's:\n%s", diffLines(want, got))

@@ -32,7 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 var (
@@ -101,7 +101,7 @@ func newFuzzMember(f *testing.F, service string) *fuzzMember {
 	f.Helper()
 	// bcrypt's least cost: a password's hash at etcd's default cost
 	// takes a good part of the bound on a loaded machine.
-	m := startInProcess(f, 1, func(c *server.Config) { c.BcryptCost = bcrypt.MinCost })[0]
+	m := startInProcess(f, 1, func(c *memberconfig.Config) { c.BcryptCost = bcrypt.MinCost })[0]
 	info, ok := m.a.grpc.GetServiceInfo()[service]
 	if !ok {
 		f.Fatalf("the member serves no %s", service)

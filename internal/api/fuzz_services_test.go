@@ -24,7 +24,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api/electionpb"
 	"github.com/cairnkv/cairn/internal/api/lockpb"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 // How deep the generated txns nest: a chain of txns (past the 128
@@ -88,10 +88,10 @@ func (in *fuzzInput) int64() int64 {
 var fuzzBytes = [][]byte{nil, []byte("a"), []byte("b"), []byte("a/"), []byte("\x00"), []byte("\xff"), []byte("\xff\xff"), []byte("root")}
 
 // fuzzLarge holds the bytes of the largest keys and values.
-var fuzzLarge = bytes.Repeat([]byte{'x'}, server.DefaultMaxRequestBytes+1)
+var fuzzLarge = bytes.Repeat([]byte{'x'}, memberconfig.DefaultMaxRequestBytes+1)
 
 // fuzzLargeSizes: a value that fits in a put with a short key, the limit, one byte over.
-var fuzzLargeSizes = []int{server.DefaultMaxRequestBytes - 512, server.DefaultMaxRequestBytes, server.DefaultMaxRequestBytes + 1}
+var fuzzLargeSizes = []int{memberconfig.DefaultMaxRequestBytes - 512, memberconfig.DefaultMaxRequestBytes, memberconfig.DefaultMaxRequestBytes + 1}
 
 // bytes is a key, name or value: a few short ones, some of the input's
 // bytes, or about the largest request a member takes.

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 // postJSON posts body to the JSON gateway at url and returns the answer.
@@ -75,7 +74,7 @@ func nextLine(t *testing.T, lines <-chan string) string {
 // its create request as the whole request body; the watch stays open after
 // the body ends and streams the events that follow, as etcd's.
 func TestGatewayWatchOutlivesRequestBody(t *testing.T) {
-	curl, _, cli := startMember(t, server.Config{})
+	curl, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	lines := streamJSON(t, ctx, curl+"/v3/watch", `{"create_request":{"key":"Zm9v"}}`) // foo
@@ -93,7 +92,7 @@ func TestGatewayWatchOutlivesRequestBody(t *testing.T) {
 // TestWatchAfterCloseSend: a gRPC watch whose client has closed its send
 // side still delivers events, as etcd's.
 func TestWatchAfterCloseSend(t *testing.T) {
-	_, _, cli := startMember(t, server.Config{})
+	_, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	wc, err := pb.NewWatchClient(cli.ActiveConnection()).Watch(ctx)
@@ -122,7 +121,7 @@ func TestWatchAfterCloseSend(t *testing.T) {
 // snapshot stream's messages carry no header and count down the bytes that
 // remain, as etcd's.
 func TestGatewayMaintenanceAnswersAsEtcds(t *testing.T) {
-	curl, _, cli := startMember(t, server.Config{})
+	curl, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if got := postJSON(t, curl+"/v3/maintenance/defragment", "{}"); got != "{}" {
@@ -181,7 +180,7 @@ func TestGatewayMaintenanceAnswersAsEtcds(t *testing.T) {
 // services, with its answers (etcd's TestCurlV3Campaign, ...ElectionLeader,
 // ...LockOperations).
 func TestGatewayElectionAndLock(t *testing.T) {
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for path, want := range map[string]string{
@@ -228,7 +227,7 @@ func TestGatewayElectionAndLock(t *testing.T) {
 
 // TestGatewayV3betaPaths: etcd serves the JSON API under /v3beta/ too.
 func TestGatewayV3betaPaths(t *testing.T) {
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	postJSON(t, curl+"/v3beta/kv/put", `{"key":"Zm9v","value":"YmFy"}`)
 	if got := postJSON(t, curl+"/v3beta/kv/range", `{"key":"Zm9v"}`); !strings.Contains(got, `"value":"YmFy"`) {
 		t.Errorf("range under /v3beta/: %s", got)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/etcdref"
 	"github.com/cairnkv/cairn/internal/featuregate"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -137,7 +137,7 @@ func TestGRPCHealthServingWithAlarms(t *testing.T) {
 // TestGRPCHealthServingWithoutLeader: etcd stays SERVING on a member that
 // lost its leader (observed: 3 members, two killed).
 func TestGRPCHealthServingWithoutLeader(t *testing.T) {
-	ms := startInProcess(t, 3, func(c *server.Config) {
+	ms := startInProcess(t, 3, func(c *memberconfig.Config) {
 		c.HeartbeatInterval, c.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
 	})
 	ms[1].stop()
@@ -159,7 +159,7 @@ func TestGRPCHealthServingWithoutLeader(t *testing.T) {
 func TestGRPCHealthDuringDefrag(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gate=%v", gate), func(t *testing.T) {
-			m := startInProcess(t, 1, func(c *server.Config) {
+			m := startInProcess(t, 1, func(c *memberconfig.Config) {
 				c.Features = featuregate.Gates{featuregate.StopGRPCServiceOnDefrag: gate}
 			})[0]
 			conn := m.dial(t)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -122,7 +122,7 @@ func hashKVScript(t *testing.T, endpoint string) []string {
 // compaction at a delete sees the DELETE.
 func TestHashKVAndCompactionAsEtcd(t *testing.T) {
 	want := hashKVScript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t)))
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	got := hashKVScript(t, curl)
 	if !slices.Equal(want, got) {
 		t.Errorf("cairn answers otherwise than etcd:\n%s", diffLines(want, got))

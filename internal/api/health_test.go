@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -19,7 +19,7 @@ import (
 // that lost its leader, where /health and the linearizable read fail and
 // a serializable read does not.
 func TestHealthEndpoints(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
 	})
 	m := ms[0]
@@ -67,7 +67,7 @@ func TestHealthEndpoints(t *testing.T) {
 // /readyz (etcd's TestHTTPLivezReadyzHandler/network_partitioned asks for
 // it), not with the "no leader" of a read that finds no leader at once.
 func TestReadWhenTheLeaderIsLostDuringIt(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 50*time.Millisecond, time.Second
 	})
 	m := ms[0]

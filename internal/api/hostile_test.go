@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -167,7 +167,7 @@ func ranges(n int) []*pb.RequestOp {
 // the etcd subtest checks them on the reference binary.
 func runHostile(t *testing.T, script func(*hostile), want []string) {
 	t.Run("cairn", func(t *testing.T) {
-		curl, _, _ := startMember(t, server.Config{})
+		curl, _, _ := startMember(t, memberconfig.Config{})
 		h := newHostile(t, curl)
 		script(h)
 		if diff := diffLines(want, h.lines); diff != "" {
@@ -356,7 +356,7 @@ func TestTxnLimitsAsEtcd(t *testing.T) {
 // with each level and never be answered. Measured here on a member (the
 // median of 5): refused to a user without permission, and applied.
 func TestNestedTxnAnswersFast(t *testing.T) {
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	h := newHostile(t, curl)
 	req := nestedTxn(64, opPut("/alice/x", 0))
 	for _, who := range []string{"bob", "alice"} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"google.golang.org/grpc"
@@ -31,7 +32,7 @@ func (m *inProcessMember) stop() {
 
 // startInProcess starts a cluster of n members on free loopback ports and
 // waits until they are ready; configure, if not nil, adjusts each member's configuration.
-func startInProcess(t testing.TB, n int, configure func(*server.Config)) []*inProcessMember {
+func startInProcess(t testing.TB, n int, configure func(*memberconfig.Config)) []*inProcessMember {
 	t.Helper()
 	var names, curls, purls, initial []string
 	for i := 1; i <= n; i++ {
@@ -42,7 +43,7 @@ func startInProcess(t testing.TB, n int, configure func(*server.Config)) []*inPr
 	}
 	var ms []*inProcessMember
 	for i := range n {
-		cfg := server.Config{Name: names[i], DataDir: t.TempDir(), ListenClientURLs: []string{curls[i]}, ListenPeerURLs: []string{purls[i]},
+		cfg := memberconfig.Config{Name: names[i], DataDir: t.TempDir(), ListenClientURLs: []string{curls[i]}, ListenPeerURLs: []string{purls[i]},
 			InitialCluster: strings.Join(initial, ",")}
 		if configure != nil {
 			configure(&cfg)

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -154,7 +154,7 @@ func TestPutToAMissingLeaseAsEtcd(t *testing.T) { runKVChecks(t, false, leaseWan
 // can be had.
 func runKVChecks(t *testing.T, emptyOps bool, want []string) {
 	t.Run("cairn", func(t *testing.T) {
-		curl, _, _ := startMember(t, server.Config{})
+		curl, _, _ := startMember(t, memberconfig.Config{})
 		if diff := diffLines(want, kvChecksScript(t, curl, emptyOps)); diff != "" {
 			t.Errorf("cairn answers otherwise than etcd:\n%s", diff)
 		}

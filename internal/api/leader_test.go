@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 // waitFor polls cond every few milliseconds until it holds or timeout.
@@ -30,7 +29,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // require a leader are refused, and a put or a linearizable read fails at
 // once with that error instead of when it times out.
 func TestMemberThatLostItsLeader(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
 	})
 	survivor := ms[0]

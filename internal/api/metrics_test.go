@@ -20,7 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/tlstest"
@@ -280,7 +280,7 @@ func TestMetricsMatchEtcd(t *testing.T) {
 	if len(want) < 100 {
 		t.Fatalf("only %d families to compare with", len(want))
 	}
-	curl, _, _ := startMember(t, server.Config{Metrics: "extensive"})
+	curl, _, _ := startMember(t, memberconfig.Config{Metrics: "extensive"})
 	metricsWorkload(t, curl)
 	got := scrape(t, curl)
 	for name, w := range want {
@@ -306,7 +306,7 @@ func TestMetricsMatchEtcd(t *testing.T) {
 // fsyncs and the backend's commits are timed, a watch counts its stream,
 // watcher and events, a lease its grant, a raft snapshot its parts.
 func TestMetricsCountWhatHappens(t *testing.T) {
-	curl, s, cli := startMember(t, server.Config{SnapshotCount: 5})
+	curl, s, cli := startMember(t, memberconfig.Config{SnapshotCount: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	before := scrape(t, curl)
@@ -431,7 +431,7 @@ func TestMetricsOfPeers(t *testing.T) {
 // and nothing else of the client API.
 func TestListenMetricsURLs(t *testing.T) {
 	murl := testnet.FreeURL(t)
-	_, s, _ := startMember(t, server.Config{ListenMetricsURLs: []string{murl}})
+	_, s, _ := startMember(t, memberconfig.Config{ListenMetricsURLs: []string{murl}})
 	select { // /health is true once the member has its leader
 	case <-s.Ready():
 	case <-time.After(20 * time.Second):
@@ -457,7 +457,7 @@ func TestListenMetricsURLs(t *testing.T) {
 func TestListenMetricsURLsOverTLS(t *testing.T) {
 	certs := tlstest.NewCertificates(t)
 	murl := "https://" + testnet.FreeAddr(t)
-	newMember(t, server.Config{ListenMetricsURLs: []string{murl}, ClientTLS: servertls.Files{
+	newMember(t, memberconfig.Config{ListenMetricsURLs: []string{murl}, ClientTLS: servertls.Files{
 		CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile}})
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: certs.ClientConfig(t)}}
 	defer c.CloseIdleConnections()
@@ -469,7 +469,7 @@ func TestListenMetricsURLsOverTLS(t *testing.T) {
 // TestDebugVars: the client URLs serve Go's runtime variables as JSON at
 // /debug/vars, as etcd's do.
 func TestDebugVars(t *testing.T) {
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	_, status, body := get(t, http.DefaultClient, curl+"/debug/vars")
 	var vars map[string]any
 	if err := json.Unmarshal([]byte(body), &vars); status != http.StatusOK || err != nil || vars["memstats"] == nil {
@@ -488,7 +488,7 @@ func TestMetricsOfSnapshotTransfer(t *testing.T) {
 	}
 	ms := make([]*member, 3)
 	for i := range ms {
-		ms[i] = &member{t: t, curl: curls[i], cfg: server.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(),
+		ms[i] = &member{t: t, curl: curls[i], cfg: memberconfig.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(),
 			ListenClientURLs: curls[i : i+1], ListenPeerURLs: purls[i : i+1], InitialCluster: strings.Join(initial, ","),
 			SnapshotCount: 20, SnapshotCatchUpEntries: 5}}
 		ms[i].start()

@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/internal/transport"
 )
@@ -22,7 +22,7 @@ import (
 // with a commit index beyond the log would otherwise make raft panic.
 func TestForgedPeerMessagesAreRefused(t *testing.T) {
 	purl := testnet.FreeURL(t)
-	_, s, cli := startMember(t, server.Config{ListenPeerURLs: []string{purl}})
+	_, s, cli := startMember(t, memberconfig.Config{ListenPeerURLs: []string{purl}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "k", "v"); err != nil {

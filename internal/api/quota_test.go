@@ -8,17 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 // TestNoSpaceAlarm fills a member past its quota: writes are refused with
 // NOSPACE and the alarm is raised; reads and deletes keep working; after a
 // compaction, a defragmentation and disarming the alarm, writes work again.
 func TestNoSpaceAlarm(t *testing.T) {
-	curl, _, cli := startMember(t, server.Config{QuotaBackendBytes: 2 << 20})
+	curl, _, cli := startMember(t, memberconfig.Config{QuotaBackendBytes: 2 << 20})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	value := strings.Repeat("x", 8192)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api/electionpb"
 	"github.com/cairnkv/cairn/internal/api/lockpb"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 // wantEtcdError checks that err is etcd's answer: code Unknown and msg.
@@ -51,7 +51,7 @@ func async[T any](call func() (T, error)) <-chan answer[T] {
 }
 
 func TestElectionService(t *testing.T) {
-	_, _, cli := startMember(t, server.Config{})
+	_, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ec := electionpb.NewElectionClient(cli.ActiveConnection())
@@ -135,7 +135,7 @@ func TestElectionService(t *testing.T) {
 // TestLockService: the Lock service contends on the same keys as etcd's
 // clients (concurrency.Mutex).
 func TestLockService(t *testing.T) {
-	_, _, cli := startMember(t, server.Config{})
+	_, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lc := lockpb.NewLockClient(cli.ActiveConnection())
@@ -179,7 +179,7 @@ func TestLockService(t *testing.T) {
 // TestRecipesRunAsTheCaller: with authentication on, the services read and
 // write as the caller, and grant no lease to an anonymous one.
 func TestRecipesRunAsTheCaller(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	setUpAuth(t, ctx, m.client("", ""))
@@ -210,7 +210,7 @@ func TestRecipesRunAsTheCaller(t *testing.T) {
 // TestLockWhoseLeaseExpiresWhileWaiting: a lock whose lease (and so key)
 // goes while it waits is refused when its turn comes, in etcd's words.
 func TestLockWhoseLeaseExpiresWhileWaiting(t *testing.T) {
-	_, _, cli := startMember(t, server.Config{})
+	_, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lc := lockpb.NewLockClient(cli.ActiveConnection())

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 func newClient(t *testing.T, endpoints ...string) *clientv3.Client {
@@ -28,7 +27,7 @@ func newClient(t *testing.T, endpoints ...string) *clientv3.Client {
 // member goes on serving.
 func TestRemovingTheLastMemberIsRefused(t *testing.T) {
 	for _, strict := range []bool{true, false} {
-		m := startInProcess(t, 1, func(cfg *server.Config) { cfg.NoStrictReconfigCheck = !strict })[0]
+		m := startInProcess(t, 1, func(cfg *memberconfig.Config) { cfg.NoStrictReconfigCheck = !strict })[0]
 		cli := newClient(t, m.curl)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -49,7 +48,7 @@ func TestRemovingTheLastMemberIsRefused(t *testing.T) {
 // the removal of the member that is down is accepted.
 func TestStrictReconfigCheck(t *testing.T) {
 	start := time.Now()
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 20*time.Millisecond, 200*time.Millisecond
 	})
 	cli := newClient(t, ms[0].curl)
@@ -77,7 +76,7 @@ func TestStrictReconfigCheck(t *testing.T) {
 // TestNoStrictReconfigCheck: --strict-reconfig-check=false accepts an
 // addition at once.
 func TestNoStrictReconfigCheck(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *server.Config) {
+	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout, cfg.NoStrictReconfigCheck = 20*time.Millisecond, 200*time.Millisecond, true
 	})
 	cli := newClient(t, ms[0].curl)

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
@@ -22,7 +23,7 @@ const testBcryptCost = bcrypt.MinCost
 // startMember runs a single-member cluster in process with its client API,
 // stopped at the end of the test, and returns its client URL, the member
 // and a client of it. cfg may name the peer URL; the rest is chosen here.
-func startMember(t testing.TB, cfg server.Config) (string, *server.Server, *clientv3.Client) {
+func startMember(t testing.TB, cfg memberconfig.Config) (string, *server.Server, *clientv3.Client) {
 	t.Helper()
 	curl := testnet.FreeURL(t)
 	cfg.Name, cfg.DataDir = "m1", t.TempDir()
@@ -52,7 +53,7 @@ func startMember(t testing.TB, cfg server.Config) (string, *server.Server, *clie
 }
 
 func TestSingleMemberInProcess(t *testing.T) {
-	curl, s, cli := startMember(t, server.Config{})
+	curl, s, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "foo", "bar"); err != nil {
@@ -117,7 +118,7 @@ func TestSingleMemberInProcess(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
-	curl, _, cli := startMember(t, server.Config{})
+	curl, _, cli := startMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "k", "v"); err != nil {
@@ -150,7 +151,7 @@ func TestMetricsAndHealth(t *testing.T) {
 // /debug/pprof/ on the client URL; without it the path is not there.
 func TestPprofOnlyWhenEnabled(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		curl, _, _ := startMember(t, server.Config{EnablePprof: enabled})
+		curl, _, _ := startMember(t, memberconfig.Config{EnablePprof: enabled})
 		resp, err := http.Get(curl + "/debug/pprof/goroutine?debug=1")
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func TestPprofOnlyWhenEnabled(t *testing.T) {
 
 // TestJSONGateway uses the HTTP/JSON API as curl users do.
 func TestJSONGateway(t *testing.T) {
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	post := func(path, body string) string { return postJSON(t, curl+path, body) }
 	post("/v3/kv/put", `{"key":"Zm9v","value":"YmFy"}`) // foo=bar, base64
 	got := post("/v3/kv/range", `{"key":"Zm9v"}`)

@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/testnet"
@@ -24,7 +25,7 @@ import (
 // requires client certificates signed by the test CA.
 func newTLSMember(t *testing.T, certs tlstest.Certificates, clientCertAuth bool) *member {
 	t.Helper()
-	return newMember(t, server.Config{ClientTLS: servertls.Files{
+	return newMember(t, memberconfig.Config{ClientTLS: servertls.Files{
 		CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile, ClientCertAuth: clientCertAuth}})
 }
 
@@ -169,7 +170,7 @@ func TestCommonNameNeedsClientCertAuth(t *testing.T) {
 func TestHTTPAndHTTPSOnOnePort(t *testing.T) {
 	certs := tlstest.NewCertificates(t)
 	addr := testnet.FreeAddr(t)
-	cfg := server.Config{Name: "m1", DataDir: t.TempDir(), BcryptCost: testBcryptCost,
+	cfg := memberconfig.Config{Name: "m1", DataDir: t.TempDir(), BcryptCost: testBcryptCost,
 		ListenClientURLs: []string{"http://" + addr, "https://" + addr}, ListenPeerURLs: []string{testnet.FreeURL(t)},
 		ClientTLS: servertls.Files{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CAFile}}
 	s, err := server.Start(cfg)

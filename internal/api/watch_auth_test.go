@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 // TestWatchEndsWhenReadIsRevoked: alice watches /a/k and /b/k; root takes
@@ -47,7 +46,7 @@ func TestWatchEndsWhenReadIsRevoked(t *testing.T) {
 }
 
 func watchEndsWhenReadIsRevoked(t *testing.T, revoke func(context.Context, *clientv3.Client) error, bothEnd bool) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	anon := m.client("", "")

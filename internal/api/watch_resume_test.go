@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnkv/cairn/internal/server"
 )
 
 // TestWatchFutureStartSurvivesRestart: a clientv3 watch that starts beyond
@@ -18,7 +17,7 @@ import (
 // the revision of its last progress notification: one sent below the
 // start revision made it resume, and deliver events, below it.
 func TestWatchFutureStartSurvivesRestart(t *testing.T) {
-	m := newMember(t, server.Config{})
+	m := newMember(t, memberconfig.Config{})
 	cli := m.client("", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

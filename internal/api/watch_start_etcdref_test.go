@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/internal/etcdref"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -185,7 +185,7 @@ func watchStartScript(t *testing.T, endpoint string) []string {
 // notification while a watcher starts beyond the next revision.
 func TestWatchStartRevisionsAsEtcd(t *testing.T) {
 	want := watchStartScript(t, etcdref.Start(t, testnet.FreeURL(t), testnet.FreeURL(t)))
-	curl, _, _ := startMember(t, server.Config{})
+	curl, _, _ := startMember(t, memberconfig.Config{})
 	got := watchStartScript(t, curl)
 	if !slices.Equal(want, got) {
 		t.Errorf("cairn answers otherwise than etcd:\n%s", diffLines(want, got))

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/pkg/store"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -65,7 +65,7 @@ func TestWatchEncodedResponseIsTheMarshalledOne(t *testing.T) {
 // fragment watcher in parts no larger than the request limit.
 func TestWatchResponsesOverGRPC(t *testing.T) {
 	const limit = 1500
-	m := startInProcess(t, 1, func(c *server.Config) { c.MaxRequestBytes = limit })[0]
+	m := startInProcess(t, 1, func(c *memberconfig.Config) { c.MaxRequestBytes = limit })[0]
 	conn := m.dial(t)
 	kv := pb.NewKVClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

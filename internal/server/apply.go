@@ -66,7 +66,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) error {
 		return nil
 	}
 	already := index <= s.appliedIndex
-	s.confs.see(index)
+	s.confs.See(index)
 	switch e.GetType() {
 	case raftpb.EntryType_EntryNormal:
 		if err := s.applyNormal(e); err != nil {
@@ -298,19 +298,19 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		s.log.Warn("refused a conf change that removes the last voter", "member-id", fmt.Sprintf("%x", cc.GetNodeId()), "index", e.GetIndex())
 		result = ErrNotEnoughStarted
 	}
-	s.confs.applying.Lock()
+	s.confs.Applying.Lock()
 	if !already {
 		w := s.st().Write()
 		if err := w.SetConsistentIndex(e.GetIndex(), e.GetTerm()); err != nil {
 			w.End()
-			s.confs.applying.Unlock()
+			s.confs.Applying.Unlock()
 			return err
 		}
 		if result == nil {
 			result = s.applyMembershipChange(w.Backend(), cc)
 		}
 		if err := w.End(); err != nil {
-			s.confs.applying.Unlock()
+			s.confs.Applying.Unlock()
 			return err
 		}
 	}
@@ -320,8 +320,8 @@ func (s *Server) applyConfChange(e *raftpb.Entry, cc *raftpb.ConfChange, already
 		cc = &raftpb.ConfChange{Id: cc.Id, Type: cc.Type, NodeId: proto.Uint64(0)}
 	}
 	s.confState = s.node.ApplyConfChange(cc)
-	s.confs.record(e.GetIndex(), s.confState)
-	s.confs.applying.Unlock()
+	s.confs.Record(e.GetIndex(), s.confState)
+	s.confs.Applying.Unlock()
 	if result == nil {
 		s.updatePeers(cc)
 	}
@@ -432,7 +432,7 @@ func (s *Server) maybeSnapshot() error {
 		return err
 	}
 	s.snapshotIndex = s.appliedIndex
-	s.confs.forget(s.snapshotIndex)
+	s.confs.Forget(s.snapshotIndex)
 	if err := s.wal.ReleaseLockTo(s.snapshotIndex); err != nil {
 		return err
 	}
@@ -471,7 +471,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.appliedIndex, s.appliedTerm = max(ci, index), term
 	s.snapshotIndex = index
 	s.confState = snap.GetMetadata().GetConfState()
-	s.confs.reset(index, s.confState)
+	s.confs.Reset(index, s.confState)
 	s.log.Info("installed snapshot from the leader", "index", index, "consistent-index", ci, "revision", st.Rev())
 	return nil
 }
@@ -487,7 +487,7 @@ func (s *Server) replaceDB(index uint64) (*store.Store, error) {
 	if err := s.st().Close(); err != nil {
 		s.log.Warn("closing the old db failed", "err", err)
 	}
-	if err := os.Rename(received, s.cfg.dbPath()); err != nil {
+	if err := os.Rename(received, s.cfg.DBPath()); err != nil {
 		return nil, err
 	}
 	st, err := s.openStore()

@@ -237,7 +237,7 @@ func (s *Server) join() error {
 		return fmt.Errorf("join: bad cluster ID %q", info.ClusterID)
 	}
 	for _, m := range info.Members {
-		if sameURLs(m.PeerURLs, s.cfg.InitialAdvertisePeerURLs) {
+		if cluster.SameURLs(m.PeerURLs, s.cfg.InitialAdvertisePeerURLs) {
 			s.id = m.ID
 		}
 		cp := m
@@ -246,13 +246,13 @@ func (s *Server) join() error {
 	if s.id == 0 {
 		return fmt.Errorf("join: the cluster has no member with peer URLs %v; add it first with `member add`", s.cfg.InitialAdvertisePeerURLs)
 	}
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.walOptions())
+	w, err := walfmt.Create(s.cfg.WALPath(), newMetadata(s.id, s.clusterID), s.walOptions())
 	if err != nil {
 		return err
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
-	s.confs.reset(0, s.confState)
+	s.confs.Reset(0, s.confState)
 	s.node, err = raftnode.Restart(s.raftConfig())
 	return err
 }

@@ -25,7 +25,7 @@ const (
 
 // diskReserve is the room the member keeps free.
 func (s *Server) diskReserve() uint64 {
-	seg := s.cfg.walOptions().SegmentSize
+	seg := s.cfg.WALOptions().SegmentSize
 	if seg <= 0 {
 		seg = walfmt.SegmentSizeBytes
 	}
@@ -45,7 +45,7 @@ func (s *Server) diskSpaceLoop() {
 			return
 		case <-tick.C:
 		}
-		short, isShort, err := diskspace.FirstShort(reserve, s.cfg.walDir(), s.cfg.snapDir())
+		short, isShort, err := diskspace.FirstShort(reserve, s.cfg.WALPath(), s.cfg.SnapDir())
 		if err != nil {
 			s.log.Warn("cannot tell the free disk space", "err", err)
 			continue

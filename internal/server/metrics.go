@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -13,10 +12,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
-
-// ErrMissingClientTLSForMetrics refuses an https --listen-metrics-urls
-// without the client TLS certificate to serve it with (etcd's message).
-var ErrMissingClientTLSForMetrics = errors.New("client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url")
 
 // memberCounts are what the member counts of itself for its metrics.
 type memberCounts struct {
@@ -76,7 +71,7 @@ func newStoreStats(m *metrics.Member) *store.Stats {
 // policy, with its writes and fsyncs timed.
 func (s *Server) walOptions() walfmt.Options {
 	m := s.metrics
-	opts := s.cfg.walOptions()
+	opts := s.cfg.WALOptions()
 	opts.OnWrite = func(n int, took time.Duration) {
 		m.WALWrite.Observe(took.Seconds())
 		m.WALWriteBytes.Add(float64(n))
@@ -87,7 +82,7 @@ func (s *Server) walOptions() walfmt.Options {
 
 // openStore opens the member's db with the member's counts.
 func (s *Server) openStore() (*store.Store, error) {
-	cfg := s.cfg.storeConfig(s.cfg.dbPath())
+	cfg := s.cfg.StoreConfig(s.cfg.DBPath())
 	cfg.Stats = s.storeStats
 	return store.Open(cfg)
 }

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -19,7 +20,7 @@ import (
 func startLeaderless(t *testing.T) (s *Server, peerID uint64) {
 	t.Helper()
 	initial := "m1=" + testnet.FreeURL(t) + ",m2=" + testnet.FreeURL(t)
-	s, err := Start(Config{Name: "m1", DataDir: t.TempDir(), ListenPeerURLs: []string{strings.TrimPrefix(strings.Split(initial, ",")[0], "m1=")},
+	s, err := Start(memberconfig.Config{Name: "m1", DataDir: t.TempDir(), ListenPeerURLs: []string{strings.TrimPrefix(strings.Split(initial, ",")[0], "m1=")},
 		InitialCluster: initial, HeartbeatInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func startCluster(t *testing.T, n int) []*Server {
 	}
 	var ss []*Server
 	for i := range n {
-		s, err := Start(Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), ListenPeerURLs: []string{purls[i]},
+		s, err := Start(memberconfig.Config{Name: fmt.Sprintf("m%d", i+1), DataDir: t.TempDir(), ListenPeerURLs: []string{purls[i]},
 			InitialCluster: strings.Join(initial, ","), HeartbeatInterval: 20 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

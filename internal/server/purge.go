@@ -11,7 +11,7 @@ import (
 // their number. 0 keeps every file.
 func (s *Server) purge() {
 	if n := int(s.cfg.MaxSnapshots); n > 0 {
-		removed, err := snapfmt.Purge(s.cfg.snapDir(), n)
+		removed, err := snapfmt.Purge(s.cfg.SnapDir(), n)
 		if err != nil {
 			s.log.Warn("failed to purge snap file", "err", err)
 		}
@@ -23,7 +23,7 @@ func (s *Server) purge() {
 	if n == 0 {
 		return
 	}
-	segs, err := walfmt.ListSegments(s.cfg.walDir())
+	segs, err := walfmt.ListSegments(s.cfg.WALPath())
 	if err != nil || len(segs) <= n {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -31,7 +32,7 @@ func TestPurgeKeepsMaxWALs(t *testing.T) {
 	if err != nil || len(segs) < 5 {
 		t.Fatalf("%d segments (%v): the test wants at least 5", len(segs), err)
 	}
-	s := &Server{cfg: Config{DataDir: dir, WALDir: filepath.Join(dir, "wal"), MaxWALs: 2}, wal: w, log: slog.New(slog.DiscardHandler)}
+	s := &Server{cfg: memberconfig.Config{DataDir: dir, WALDir: filepath.Join(dir, "wal"), MaxWALs: 2}, wal: w, log: slog.New(slog.DiscardHandler)}
 	// A snapshot in the third segment: the two before it may go, not the third.
 	s.snapshotIndex = segs[2].Index
 	if err := w.ReleaseLockTo(s.snapshotIndex); err != nil {

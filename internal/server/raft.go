@@ -16,8 +16,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
+	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
@@ -164,7 +166,7 @@ func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 	md := snap.GetMetadata()
 	failpoint.Hit("raftBeforeSaveSnapshot")
 	start := time.Now()
-	_, tm, err := snapfmt.WriteTimed(s.cfg.snapDir(), snap)
+	_, tm, err := snapfmt.WriteTimed(s.cfg.SnapDir(), snap)
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
@@ -179,7 +181,7 @@ func (s *Server) persistSnapshot(snap *raftpb.Snapshot) error {
 // that crashed between writing a .snap file and its WAL record leaves a file
 // the WAL cannot replay from; it is passed over, as are damaged files).
 func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
-	valid, err := walfmt.ValidSnapshots(s.cfg.walDir())
+	valid, err := walfmt.ValidSnapshots(s.cfg.WALPath())
 	if err != nil {
 		return nil, walfmt.Snapshot{}, err
 	}
@@ -187,7 +189,7 @@ func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
 	for _, v := range valid {
 		recorded[[2]uint64{v.Term, v.Index}] = true
 	}
-	files, skipped, err := snapfmt.List(s.cfg.snapDir())
+	files, skipped, err := snapfmt.List(s.cfg.SnapDir())
 	if err != nil {
 		return nil, walfmt.Snapshot{}, err
 	}
@@ -281,7 +283,7 @@ func (s *Server) ReceiveSnapshot(ctx context.Context, m *raftpb.Message, db io.R
 }
 
 func (s *Server) receivedDBPath(index uint64) string {
-	return filepath.Join(s.cfg.snapDir(), fmt.Sprintf("%016x.snap.db", index))
+	return filepath.Join(s.cfg.SnapDir(), fmt.Sprintf("%016x.snap.db", index))
 }
 
 // Removed stops a member that its peers say was removed from the cluster
@@ -309,14 +311,14 @@ func (s *Server) ReportSnapshot(id uint64, failed bool) {
 // openSnapshotDB streams the current db to go with an outgoing snapshot,
 // and makes the message describe that db (describeDB).
 func (s *Server) openSnapshotDB(m *raftpb.Message) (io.ReadCloser, error) {
-	s.confs.applying.Lock()
+	s.confs.Applying.Lock()
 	db, err := s.st().Backend().OpenSnapshot()
 	if err != nil {
-		s.confs.applying.Unlock()
+		s.confs.Applying.Unlock()
 		return nil, err
 	}
 	s.describeDB(m, db)
-	s.confs.applying.Unlock()
+	s.confs.Applying.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := db.WriteTo(pw)
@@ -347,4 +349,36 @@ func (r raftLogger) Fatalf(format string, v ...any) {
 func (r raftLogger) Panic(v ...any) { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(format string, v ...any) {
 	panic(fmt.Sprintf(format, v...))
+}
+
+// describeDB makes an outgoing snapshot message describe the db that goes
+// with it. raft hands the transport the last snapshot the member stored,
+// while the db is the current one, newer: a peer added since that snapshot
+// is not in its ConfState, and the peer's raft refuses it ("attempted to
+// restore snapshot but it is not in the ConfState"); the leader sent the
+// same snapshot again and again until it stored a newer one, so a member
+// added under light load did not join for seconds, and with no writes not
+// at all. The message gets the db's own index and term (its consistent
+// index) and the ConfState as of that index. The leader's raft, which
+// thinks it sent the older snapshot, takes the peer's answer at the newer
+// index as progress past it.
+func (s *Server) describeDB(m *raftpb.Message, db *backend.Snapshot) {
+	md := m.GetSnapshot().GetMetadata()
+	index, err := store.DecodeUint64(db.Get(store.BucketMeta, store.MetaConsistentIndex))
+	if err != nil || index <= md.GetIndex() {
+		return
+	}
+	term, err := store.DecodeUint64(db.Get(store.BucketMeta, store.MetaTerm))
+	if err != nil || term == 0 {
+		return
+	}
+	cs, ok := s.confs.At(index)
+	if !ok {
+		return
+	}
+	m.Snapshot.Metadata = &raftpb.SnapshotMetadata{
+		Index:     proto.Uint64(index),
+		Term:      proto.Uint64(term),
+		ConfState: proto.Clone(cs).(*raftpb.ConfState),
+	}
 }

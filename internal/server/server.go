@@ -20,7 +20,9 @@ import (
 	"github.com/cairnkv/cairn/internal/alarm"
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/autocompact"
+	"github.com/cairnkv/cairn/internal/confhistory"
 	"github.com/cairnkv/cairn/internal/lease"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/raftnode"
 	"github.com/cairnkv/cairn/internal/servertls"
@@ -33,7 +35,7 @@ import (
 
 // Server is one running member.
 type Server struct {
-	cfg       Config
+	cfg       memberconfig.Config
 	log       *slog.Logger
 	id        uint64
 	clusterID uint64
@@ -80,7 +82,7 @@ type Server struct {
 	appliedTerm   uint64
 	snapshotIndex uint64
 	confState     *raftpb.ConfState
-	confs         confHistory // confState by index, for snapshots sent to peers
+	confs         confhistory.History // confState by index, for snapshots sent to peers
 	// snapshotForced asks for a snapshot after the entries being applied.
 	snapshotForced bool
 
@@ -113,7 +115,7 @@ type toApply struct {
 
 // Start bootstraps or restarts the member from cfg.DataDir and starts its
 // raft and apply loops and its peer listeners.
-func Start(cfg Config) (*Server, error) {
+func Start(cfg memberconfig.Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -133,12 +135,12 @@ func Start(cfg Config) (*Server, error) {
 	if s.tls, err = s.setUpTLS(); err != nil {
 		return nil, err
 	}
-	s.peerClient = transport.NewClient(s.tls.peerDial, cfg.peerLocalIP())
-	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
+	s.peerClient = transport.NewClient(s.tls.peerDial, cfg.PeerLocalIP())
+	if err := os.MkdirAll(cfg.SnapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	var wal chan walRead
-	if segs, _ := walfmt.ListSegments(cfg.walDir()); len(segs) > 0 {
+	if segs, _ := walfmt.ListSegments(cfg.WALPath()); len(segs) > 0 {
 		wal = make(chan walRead, 1)
 		go func() { wal <- s.readWAL() }()
 	}
@@ -305,13 +307,13 @@ func (s *Server) startNew() error {
 		s.members.members[m.ID] = &m
 	}
 	s.clusterID = cluster.ID(ids)
-	w, err := walfmt.Create(s.cfg.walDir(), newMetadata(s.id, s.clusterID), s.walOptions())
+	w, err := walfmt.Create(s.cfg.WALPath(), newMetadata(s.id, s.clusterID), s.walOptions())
 	if err != nil {
 		return err
 	}
 	s.wal = w
 	s.confState = &raftpb.ConfState{}
-	s.confs.reset(0, s.confState)
+	s.confs.Reset(0, s.confState)
 	s.node, err = raftnode.Start(s.raftConfig(), peers)
 	return err
 }
@@ -360,14 +362,14 @@ func (s *Server) readWAL() walRead {
 	if err != nil {
 		return walRead{err: err}
 	}
-	w, rr, err := walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
+	w, rr, err := walfmt.Open(s.cfg.WALPath(), walSnap, s.walOptions())
 	if errors.Is(err, walfmt.ErrTornFrame) {
-		res, rerr := walfmt.Repair(s.cfg.walDir())
+		res, rerr := walfmt.Repair(s.cfg.WALPath())
 		if rerr != nil {
 			return walRead{err: fmt.Errorf("open wal: %w (repair refused: %v)", err, rerr)}
 		}
 		s.log.Warn("repaired torn wal tail", "segment", res.Segment, "offset", res.Offset, "cut-bytes", res.CutBytes, "saved-to", res.BrokenPath)
-		w, rr, err = walfmt.Open(s.cfg.walDir(), walSnap, s.walOptions())
+		w, rr, err = walfmt.Open(s.cfg.WALPath(), walSnap, s.walOptions())
 	}
 	return walRead{snap: snap, w: w, rr: rr, err: err}
 }
@@ -390,7 +392,7 @@ func (s *Server) restart(wr walRead) error {
 	} else {
 		s.confState = &raftpb.ConfState{}
 	}
-	s.confs.reset(s.snapshotIndex, s.confState)
+	s.confs.Reset(s.snapshotIndex, s.confState)
 	if rr.HardState != nil {
 		if err := s.storage.SetHardState(rr.HardState); err != nil {
 			return err
@@ -505,7 +507,7 @@ func (s *Server) Store() *store.Store { return s.st() }
 func (s *Server) StoreReplaced() <-chan struct{} { return *s.replaced.Load() }
 
 // Config returns the member's configuration.
-func (s *Server) Config() Config { return s.cfg }
+func (s *Server) Config() memberconfig.Config { return s.cfg }
 
 // Ready is closed once the member serves clients: it has published its
 // name and client URLs through raft, so it has a leader and has applied the

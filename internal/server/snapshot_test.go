@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -17,8 +18,8 @@ import (
 // storage panics on a snapshot past its last entry ("snapshot 455 is out
 // of bound lastindex(402)"), which killed the member.
 func TestNoSnapshotPastTheLog(t *testing.T) {
-	cfg := Config{Name: "m1", DataDir: t.TempDir(), SnapshotCount: 10}.WithDefaults()
-	if err := os.MkdirAll(filepath.Dir(cfg.dbPath()), 0o700); err != nil {
+	cfg := memberconfig.Config{Name: "m1", DataDir: t.TempDir(), SnapshotCount: 10}.WithDefaults()
+	if err := os.MkdirAll(filepath.Dir(cfg.DBPath()), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage()}

@@ -7,38 +7,9 @@ import (
 	"net/url"
 	"path/filepath"
 
-	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/servertls"
 )
-
-// validateTLS checks the security flags against the URLs: an https
-// listener needs a certificate or --auto-tls (etcd's wording).
-func (c Config) validateTLS() error {
-	if err := c.TLS.Validate(); err != nil {
-		return err
-	}
-	for _, side := range []struct {
-		name  string
-		files servertls.Files
-		urls  []string
-	}{{"client", c.ClientTLS, c.ListenClientURLs}, {"peer", c.PeerTLS, c.ListenPeerURLs}} {
-		if err := side.files.Check(); err != nil {
-			return err
-		}
-		for _, u := range side.urls {
-			if isHTTPS(u) && !side.files.HasCert() && !side.files.AutoTLS {
-				return fmt.Errorf("TLS key/cert (--%scert-file, --%skey-file) must be provided for %s url %s with HTTPS scheme",
-					side.files.Prefix, side.files.Prefix, side.name, u)
-			}
-		}
-	}
-	return nil
-}
-
-func isHTTPS(u string) bool {
-	pu, err := url.Parse(u)
-	return err == nil && listen.Secure(pu.Scheme)
-}
 
 // memberTLS are the TLS configurations of a running member.
 type memberTLS struct {
@@ -76,7 +47,7 @@ func serverTLS(files servertls.Files, v servertls.Versions, urls []string, log *
 	var https bool
 	for _, u := range urls {
 		switch {
-		case isHTTPS(u):
+		case memberconfig.IsHTTPS(u):
 			https = true
 		case files.HasCert():
 			log.Warn("scheme is http while key and cert files are present; ignoring key and cert files", "url", u)

@@ -94,3 +94,19 @@ func ParseInitial(s string) (map[string][]string, error) {
 	}
 	return out, nil
 }
+
+// SameURLs reports whether a and b hold the same URLs, in any order.
+func SameURLs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/cairnkv/cairn/internal/discovery"
-	"github.com/cairnkv/cairn/internal/server"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 )
 
 // noEffect are the flags of etcd that tune what cairn does differently or
@@ -57,16 +57,16 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.Bool("force-new-cluster", false, "force to create a new one-member cluster: restart this member alone with its data, the other members removed")
 	f.Bool("initial-election-tick-advance", true, "whether to fast-forward initial election ticks on boot for faster election (in cairn: a member alone in its cluster campaigns at once)")
 	f.String("listen-client-http-urls", "", "list of URLs to listen on for http only client traffic; enabling this flag removes http services from --listen-client-urls")
-	f.Uint("max-snapshots", server.DefaultMaxSnapshots, "maximum number of snapshot files to retain (0 is unlimited); deprecated in v3.6")
-	f.Uint("max-wals", server.DefaultMaxWALs, "maximum number of wal files to retain (0 is unlimited)")
+	f.Uint("max-snapshots", memberconfig.DefaultMaxSnapshots, "maximum number of snapshot files to retain (0 is unlimited); deprecated in v3.6")
+	f.Uint("max-wals", memberconfig.DefaultMaxWALs, "maximum number of wal files to retain (0 is unlimited)")
 	f.Bool("memory-mlock", false, "enable to enforce etcd pages (in particular bbolt) to stay in RAM")
 	f.String("backend-bbolt-freelist-type", "map", "the type of freelist that the boltdb backend uses (array and map are supported types)")
 	f.Duration("backend-batch-interval", 0, "the maximum time before committing the backend transaction (0: 100ms)")
 	f.Int("backend-batch-limit", 0, "the maximum operations before committing the backend transaction (0: 10000)")
 	f.Uint32("max-concurrent-streams", math.MaxUint32, "maximum concurrent streams that each client can open at a time")
-	f.Duration("grpc-keepalive-min-time", server.DefaultKeepAliveMinTime, "minimum duration interval that a client should wait before pinging server")
-	f.Duration("grpc-keepalive-interval", server.DefaultKeepAliveInterval, "frequency duration of server-to-client ping to check if a connection is alive (0 to disable)")
-	f.Duration("grpc-keepalive-timeout", server.DefaultKeepAliveTimeout, "additional duration of wait before closing a non-responsive connection (0 to disable)")
+	f.Duration("grpc-keepalive-min-time", memberconfig.DefaultKeepAliveMinTime, "minimum duration interval that a client should wait before pinging server")
+	f.Duration("grpc-keepalive-interval", memberconfig.DefaultKeepAliveInterval, "frequency duration of server-to-client ping to check if a connection is alive (0 to disable)")
+	f.Duration("grpc-keepalive-timeout", memberconfig.DefaultKeepAliveTimeout, "additional duration of wait before closing a non-responsive connection (0 to disable)")
 	f.Bool("socket-reuse-port", false, "enable to set socket option SO_REUSEPORT on listeners allowing rebinding of a port already in use")
 	f.Bool("socket-reuse-address", false, "enable to set socket option SO_REUSEADDR on listeners allowing binding to an address in TIME_WAIT state")
 	f.Bool("enable-grpc-gateway", true, "enable the JSON gateway (/v3/...) on the client URLs")
@@ -107,7 +107,7 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.String("host-whitelist", "*", "acceptable hostnames from HTTP client requests, if server is not secure (empty or * means allow all)")
 	f.Bool("enable-log-rotation", false, "enable log rotation of a single log-outputs file target")
 	f.String("log-rotation-config-json", defaultLogRotation, "configures log rotation if enabled with a JSON logger config: maxsize (MB), maxage (days, 0 = no limit), maxbackups (0 = no limit), localtime, compress (gzip)")
-	f.Duration("warning-unary-request-duration", server.DefaultWarningUnary, "time duration after which a warning is logged if a unary request takes more than this duration")
+	f.Duration("warning-unary-request-duration", memberconfig.DefaultWarningUnary, "time duration after which a warning is logged if a unary request takes more than this duration")
 	f.Bool("enable-distributed-tracing", false, help("enable-distributed-tracing", "enable distributed tracing"))
 	f.String("distributed-tracing-address", "localhost:4317", help("distributed-tracing-address", "distributed tracing collector address"))
 	f.String("distributed-tracing-service-name", "etcd", help("distributed-tracing-service-name", "distributed tracing service name"))
@@ -115,10 +115,10 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 	f.Int("distributed-tracing-sampling-rate", 0, help("distributed-tracing-sampling-rate", "number of samples to collect per million spans for distributed tracing"))
 	f.Int("compaction-batch-limit", 1000, "the maximum revisions deleted in each compaction batch")
 	f.Duration("compaction-sleep-interval", 10*time.Millisecond, "the sleep interval between each compaction batch")
-	f.Duration("watch-progress-notify-interval", server.DefaultProgressNotify, "duration of periodical watch progress notification")
-	f.Duration("warning-apply-duration", server.DefaultWarningApply, "warning is generated if requests take more than this duration")
+	f.Duration("watch-progress-notify-interval", memberconfig.DefaultProgressNotify, "duration of periodical watch progress notification")
+	f.Duration("warning-apply-duration", memberconfig.DefaultWarningApply, "warning is generated if requests take more than this duration")
 	f.Uint("bootstrap-defrag-threshold-megabytes", 0, "defragment the db at start if that frees at least this many megabytes (0: never)")
-	f.Int("max-learners", server.DefaultMaxLearners, "the max number of learner members allowed in the cluster membership")
+	f.Int("max-learners", memberconfig.DefaultMaxLearners, "the max number of learner members allowed in the cluster membership")
 	f.Duration("downgrade-check-time", 5*time.Second, help("downgrade-check-time", "duration of time between two downgrade status checks"))
 	f.Bool("unsafe-no-fsync", false, "disables fsync, unsafe, will cause data loss")
 }
@@ -126,7 +126,7 @@ func addEtcdServeFlags(f *pflag.FlagSet) {
 // etcdServeConfig fills the fields of the flags addEtcdServeFlags adds,
 // after checking them as etcd does, and logs the flags that have no
 // effect in cairn. fromFile says the values come from --config-file.
-func etcdServeConfig(v *viper.Viper, cfg *server.Config, fromFile bool, logger *slog.Logger) error {
+func etcdServeConfig(v *viper.Viper, cfg *memberconfig.Config, fromFile bool, logger *slog.Logger) error {
 	if err := checkEtcdServeFlags(v, fromFile); err != nil {
 		return err
 	}

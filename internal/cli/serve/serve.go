@@ -21,6 +21,7 @@ import (
 	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/gcpace"
 	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/version"
@@ -56,7 +57,7 @@ is the whole configuration: other flags and environment variables are ignored.`,
 	}
 	f := cmd.Flags()
 	f.String("config-file", "", "path to the server configuration file (etcd's YAML: the flags' names as keys); other flags and environment variables are then ignored")
-	f.String("name", server.DefaultName, "human-readable name for this member")
+	f.String("name", memberconfig.DefaultName, "human-readable name for this member")
 	f.String("data-dir", "", "path to the data directory (default \"<name>.cairn\")")
 	f.String("listen-client-urls", "http://127.0.0.1:2379", "list of URLs to listen on for client traffic")
 	f.String("advertise-client-urls", "", "list of this member's client URLs to advertise to the rest of the cluster (default: --listen-client-urls)")
@@ -65,20 +66,20 @@ is the whole configuration: other flags and environment variables are ignored.`,
 	f.String("initial-cluster", "", "initial cluster configuration for bootstrapping, name=url,... (default: this member alone)")
 	f.String("initial-cluster-state", "new", "initial cluster state ('new' or 'existing')")
 	f.String("initial-cluster-token", "etcd-cluster", "initial cluster token for the cluster during bootstrap")
-	f.Uint64("snapshot-count", server.DefaultSnapshotCount, "number of committed transactions to trigger a snapshot to disk")
+	f.Uint64("snapshot-count", memberconfig.DefaultSnapshotCount, "number of committed transactions to trigger a snapshot to disk")
 	f.Uint("heartbeat-interval", 100, "time (in milliseconds) of a heartbeat interval")
 	f.Uint("election-timeout", 1000, "time (in milliseconds) for an election to timeout")
-	f.Uint64("snapshot-catchup-entries", server.DefaultCatchUpEntries, "number of entries for a slow follower to catch up after compacting the raft storage entries")
-	f.Int64("quota-backend-bytes", server.DefaultQuotaBackendBytes, "raise alarms when backend size exceeds the given quota")
-	f.Uint("max-request-bytes", server.DefaultMaxRequestBytes, "maximum client request size in bytes the server will accept")
-	f.Uint("max-txn-ops", server.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
+	f.Uint64("snapshot-catchup-entries", memberconfig.DefaultCatchUpEntries, "number of entries for a slow follower to catch up after compacting the raft storage entries")
+	f.Int64("quota-backend-bytes", memberconfig.DefaultQuotaBackendBytes, "raise alarms when backend size exceeds the given quota")
+	f.Uint("max-request-bytes", memberconfig.DefaultMaxRequestBytes, "maximum client request size in bytes the server will accept")
+	f.Uint("max-txn-ops", memberconfig.DefaultMaxTxnOps, "maximum number of operations permitted in a transaction")
 	f.Bool("strict-reconfig-check", true, "reject reconfiguration requests that would cause quorum loss")
 	f.String("feature-gates", "", featuregate.Help())
 	f.Duration("corrupt-check-time", 0, "Duration of time between cluster corruption check passes.")
 	f.Duration("compact-hash-check-time", server.DefaultCompactHashCheckTime, "Duration of time between leader checks followers compaction hashes.")
 	f.String("auto-compaction-mode", "periodic", "interpret 'auto-compaction-retention' one of: periodic|revision")
 	f.String("auto-compaction-retention", "0", "auto compaction retention (0 means disable)")
-	f.String("auth-token", server.DefaultAuthToken, "specify a v3 authentication token type and its options ('simple' or 'jwt,pub-key=PATH,priv-key=PATH,sign-method=ALG[,ttl=DURATION]')")
+	f.String("auth-token", memberconfig.DefaultAuthToken, "specify a v3 authentication token type and its options ('simple' or 'jwt,pub-key=PATH,priv-key=PATH,sign-method=ALG[,ttl=DURATION]')")
 	f.Uint("auth-token-ttl", 300, "the lifetime in seconds of the auth token")
 	f.Int("bcrypt-cost", auth.DefaultBcryptCost, "specify bcrypt algorithm cost factor for auth password hashing (4 to 31)")
 	f.String("cert-file", "", "path to the client server TLS cert file (for https client URLs)")
@@ -108,27 +109,27 @@ is the whole configuration: other flags and environment variables are ignored.`,
 // serveConfig reads the flags and the CAIRN_* and ETCD_* variables (a flag
 // given on the command line wins), or, as etcd does, the config file alone
 // when --config-file is given.
-func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
+func serveConfig(cmd *cobra.Command, v *viper.Viper) (memberconfig.Config, error) {
 	used, unknown := bindServeEnv(cmd, v, os.Environ())
 	if err := v.BindPFlags(cmd.Flags()); err != nil {
-		return server.Config{}, err
+		return memberconfig.Config{}, err
 	}
 	path := v.GetString("config-file")
 	var ignoredKeys []string
 	if path != "" {
 		var err error
 		if v, ignoredKeys, err = readConfigFile(path, NewCommand().Flags()); err != nil {
-			return server.Config{}, err
+			return memberconfig.Config{}, err
 		}
 		used, unknown = nil, nil
 	}
 	rotation, err := logRotationFrom(v) // logrotate.go
 	if err != nil {
-		return server.Config{}, err
+		return memberconfig.Config{}, err
 	}
 	logger, err := newServerLogger(v.GetString("logger"), v.GetString("log-outputs"), v.GetString("log-format"), v.GetString("log-level"), rotation)
 	if err != nil {
-		return server.Config{}, err
+		return memberconfig.Config{}, err
 	}
 	if path != "" {
 		logger.Info("loaded server configuration, other configuration command line flags and environment variables will be ignored if provided", "path", path)
@@ -145,9 +146,9 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 	}
 	features, err := featuregate.Parse(v.GetString("feature-gates"))
 	if err != nil {
-		return server.Config{}, fmt.Errorf("invalid value %q for flag -feature-gates: %w", v.GetString("feature-gates"), err)
+		return memberconfig.Config{}, fmt.Errorf("invalid value %q for flag -feature-gates: %w", v.GetString("feature-gates"), err)
 	}
-	cfg := server.Config{
+	cfg := memberconfig.Config{
 		Name:                     v.GetString("name"),
 		DataDir:                  v.GetString("data-dir"),
 		ListenClientURLs:         splitList(v.GetString("listen-client-urls")),
@@ -200,7 +201,7 @@ func serveConfig(cmd *cobra.Command, v *viper.Viper) (server.Config, error) {
 		cfg.DataDir = defaultDataDir(cfg.Name, logger)
 	}
 	if err := etcdServeConfig(v, &cfg, path != "", logger); err != nil {
-		return server.Config{}, err
+		return memberconfig.Config{}, err
 	}
 	return cfg, nil
 }
@@ -301,7 +302,7 @@ const gcRoom = 128 << 20
 
 // runServe starts the member and its client API and runs until SIGINT or
 // SIGTERM, then stops both cleanly.
-func runServe(cfg server.Config) error {
+func runServe(cfg memberconfig.Config) error {
 	gcpace.KeepRoom(gcRoom)
 	s, err := server.Start(cfg)
 	if err != nil {
@@ -345,7 +346,7 @@ func runServe(cfg server.Config) error {
 // logStart is etcd's "starting an etcd server" line, with the settings
 // operators and etcd's tests read from it (logged once the member has
 // started, where etcd logs it before).
-func logStart(c server.Config) {
+func logStart(c memberconfig.Config) {
 	c.Logger.Info("starting an etcd server", "etcd-version", version.ServerVersion, "cairn-version", version.Version,
 		"name", c.Name, "data-dir", c.DataDir, "wal-dir", c.WALDir, "force-new-cluster", c.ForceNewCluster,
 		"heartbeat-interval", c.HeartbeatInterval.String(), "election-timeout", c.ElectionTimeout.String(),
@@ -362,7 +363,7 @@ func logStart(c server.Config) {
 
 // logServing is etcd's line for each client URL once the member serves
 // clients.
-func logServing(c server.Config) {
+func logServing(c memberconfig.Config) {
 	traffic := "grpc+http"
 	if len(c.ListenClientHTTPURLs) > 0 {
 		traffic = "grpc"

@@ -1,9 +1,10 @@
-// Package server is one cairn member: the raft loop, WAL and snapshot
-// persistence, the apply loop, read index, membership, lease expiry, alarms
-// and quotas. It owns the member's goroutines; internal/api calls into it.
-package server
+// Package memberconfig is a member's configuration: etcd's server flags as
+// fields, their defaults, their validation, and where a member keeps its
+// files. internal/cli/serve fills it from flags; internal/server runs it.
+package memberconfig
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,7 +12,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -309,42 +309,27 @@ func (c Config) Validate() error {
 	if !ok {
 		return fmt.Errorf("--initial-cluster %q has no member named %q (--name)", c.InitialCluster, c.Name)
 	}
-	if !sameURLs(mine, c.InitialAdvertisePeerURLs) {
+	if !cluster.SameURLs(mine, c.InitialAdvertisePeerURLs) {
 		return fmt.Errorf("--initial-cluster gives %s the peer URLs %v, but --initial-advertise-peer-urls is %v", c.Name, mine, c.InitialAdvertisePeerURLs)
 	}
 	return nil
 }
 
-func sameURLs(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := append([]string(nil), a...), append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
-}
+func (c Config) MemberDir() string { return filepath.Join(c.DataDir, "member") }
 
-func (c Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
-
-// walDir is --wal-dir, or <data-dir>/member/wal without it.
-func (c Config) walDir() string {
+// WALPath is --wal-dir, or <data-dir>/member/wal without it.
+func (c Config) WALPath() string {
 	if c.WALDir != "" {
 		return c.WALDir
 	}
-	return filepath.Join(c.memberDir(), "wal")
+	return filepath.Join(c.MemberDir(), "wal")
 }
 
-func (c Config) snapDir() string { return filepath.Join(c.memberDir(), "snap") }
-func (c Config) dbPath() string  { return filepath.Join(c.snapDir(), "db") }
+func (c Config) SnapDir() string { return filepath.Join(c.MemberDir(), "snap") }
+func (c Config) DBPath() string  { return filepath.Join(c.SnapDir(), "db") }
 
-// storeConfig is the configuration of the store in the db file at path.
-func (c Config) storeConfig(path string) store.Config {
+// StoreConfig is the configuration of the store in the db file at path.
+func (c Config) StoreConfig(path string) store.Config {
 	return store.Config{
 		Backend: backend.Config{Path: path, BatchInterval: c.BackendBatchInterval, BatchLimit: c.BackendBatchLimit,
 			Mlock: c.MemoryMlock, FreelistType: c.BackendFreelistType},
@@ -354,9 +339,9 @@ func (c Config) storeConfig(path string) store.Config {
 	}
 }
 
-// walOptions are the options of the WAL writer: --unsafe-no-fsync never
+// WALOptions are the options of the WAL writer: --unsafe-no-fsync never
 // syncs.
-func (c Config) walOptions() walfmt.Options {
+func (c Config) WALOptions() walfmt.Options {
 	if c.UnsafeNoFsync {
 		return walfmt.Options{Sync: walfmt.SyncNever}
 	}
@@ -376,11 +361,11 @@ func (c Config) LearnerLimit() int {
 	return c.MaxLearners
 }
 
-// peerLocalIP is the address connections to peers start from: with the
+// PeerLocalIP is the address connections to peers start from: with the
 // SetMemberLocalAddr gate, the IP of the first advertised peer URL when
 // it is an IP and not 0.0.0.0 or ::, as in etcd; otherwise nil (the
 // system chooses).
-func (c Config) peerLocalIP() net.IP {
+func (c Config) PeerLocalIP() net.IP {
 	if !c.Features.Enabled(featuregate.SetMemberLocalAddr) || len(c.InitialAdvertisePeerURLs) == 0 {
 		return nil
 	}
@@ -393,3 +378,37 @@ func (c Config) peerLocalIP() net.IP {
 	}
 	return nil
 }
+
+// validateTLS checks the security flags against the URLs: an https
+// listener needs a certificate or --auto-tls (etcd's wording).
+func (c Config) validateTLS() error {
+	if err := c.TLS.Validate(); err != nil {
+		return err
+	}
+	for _, side := range []struct {
+		name  string
+		files servertls.Files
+		urls  []string
+	}{{"client", c.ClientTLS, c.ListenClientURLs}, {"peer", c.PeerTLS, c.ListenPeerURLs}} {
+		if err := side.files.Check(); err != nil {
+			return err
+		}
+		for _, u := range side.urls {
+			if IsHTTPS(u) && !side.files.HasCert() && !side.files.AutoTLS {
+				return fmt.Errorf("TLS key/cert (--%scert-file, --%skey-file) must be provided for %s url %s with HTTPS scheme",
+					side.files.Prefix, side.files.Prefix, side.name, u)
+			}
+		}
+	}
+	return nil
+}
+
+// IsHTTPS reports whether u is a URL of a TLS listener.
+func IsHTTPS(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && listen.Secure(pu.Scheme)
+}
+
+// ErrMissingClientTLSForMetrics refuses an https --listen-metrics-urls
+// without a client certificate (etcd's wording).
+var ErrMissingClientTLSForMetrics = errors.New("client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url")

@@ -1,8 +1,6 @@
-package server
+package memberconfig
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,22 +64,6 @@ func TestHTTPSWithAutoTLSIsValid(t *testing.T) {
 	}
 }
 
-// TestStartRefusesBadAuthToken: a bad --auth-token stops Start before it
-// touches the data dir; an empty one means etcd's default, simple tokens.
-func TestStartRefusesBadAuthToken(t *testing.T) {
-	if c := (Config{}).WithDefaults(); c.AuthToken != "simple" {
-		t.Errorf("default --auth-token %q, want simple", c.AuthToken)
-	}
-	dataDir := filepath.Join(t.TempDir(), "data")
-	_, err := Start(Config{DataDir: dataDir, AuthToken: "jwt,sign-method=RS256"})
-	if err == nil || err.Error() != "--auth-token: auth: missing key data" {
-		t.Errorf("Start with a JWT and no key: %v", err)
-	}
-	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
-		t.Errorf("the data dir was created: %v", err)
-	}
-}
-
 // TestPeerLocalIP: with the SetMemberLocalAddr gate, connections to peers
 // start from the IP of the advertised peer URL (none for a name or 0.0.0.0).
 func TestPeerLocalIP(t *testing.T) {
@@ -100,7 +82,7 @@ func TestPeerLocalIP(t *testing.T) {
 		{gate, "https://peer.example:2380", "<nil>"},
 	} {
 		c := Config{Features: tc.features, InitialAdvertisePeerURLs: []string{tc.url}}
-		if got := c.peerLocalIP().String(); got != tc.want {
+		if got := c.PeerLocalIP().String(); got != tc.want {
 			t.Errorf("%s, gate %v: %s, want %s", tc.url, tc.features, got, tc.want)
 		}
 	}
