@@ -17,4 +17,4 @@ ROUNDS=${ROUNDS:-200} SERVER=${SERVER:-cairn} SEED=${SEED:-0}
 timeout=$((ROUNDS * 10 + 300))
 go test ./e2e/diskfaults/ -run '^TestPowerLoss$' -count=1 -v -timeout "${timeout}s" \
   -powerloss.rounds="$ROUNDS" -powerloss.server="$SERVER" -powerloss.seed="$SEED" |
-  grep -E '^(---|ok|FAIL|PASS)|powerloss_test.go:[0-9]+: ([0-9]+ of|cairn|etcd|failed|.*kept in)'
+  grep --line-buffered -E '^(---|ok|FAIL|PASS)|powerloss_test.go:[0-9]+: ([0-9]+ of|cairn|etcd|failed|.*kept in)'
