@@ -7,9 +7,20 @@
 #
 # SEED=0 picks a random seed (printed). FAULTS takes any of
 # kill,pause,isolate,leader-restart,drop,delay,membership or "all" (every
-# kind but membership), and crashpoint,watchdelay: cairn's failpoints, armed
-# on one member (a build with -tags failpoints, which this script then
-# makes; cairn only, etcd's runs are skipped). COMPACT_EVERY=2s compacts the
+# kind but membership and the disk faults), and crashpoint,watchdelay:
+# cairn's failpoints, armed on one member (a build with -tags failpoints,
+# which this script then makes; cairn only, etcd's runs are skipped).
+# The disk faults put each member's data dir on its own faultfs mount
+# (internal/faultfs; they need /dev/fuse and root, and are skipped, saying
+# so, without): fsync-stall (a member's fsyncs wait 2-10 s, the leader's in
+# half the draws), disk-eio (its fsyncs fail with EIO for 1 s: it must
+# stop; it is restarted), disk-full (its writes fail with ENOSPC for 2-5 s:
+# it stops or refuses writes, both recorded, with any NOSPACE alarm, which
+# the heal disarms), power-loss (SIGKILL one member, or all in a quarter of
+# the draws, drop what their disk had not synced or keep a torn prefix of
+# it, restart); FAULTS=disk is the four. etcd 3.7.3 gets the same schedule.
+# In every run a client per member keeps a lease (TTL 5 s) alive through it:
+# a lease lost while it should have lived is counted (wrongly_revoked_leases). COMPACT_EVERY=2s compacts the
 # store during the load (the failpoint kinds set it). CAIRN_BIN tests a
 # given binary; CAIRN_REFERENCE_ETCD_DIR names a folder with etcd 3.7.3.
 # Failing runs save their history and member logs under ROBUSTNESS_ARTIFACTS
@@ -40,12 +51,18 @@ table() {
       ($runs | map(.unhealthy_after_last_heal) | add),
       ($runs | map(.unhealthy_after_any_heal) | add),
       "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))",
-      ($runs | map(.wal_mismatches // 0) | add)
+      ($runs | map(.wal_mismatches // 0) | add),
+      "\($runs | map(.wrongly_revoked_leases // 0) | add) (kept \($runs | map(.kept_leases // 0) | add), lost to faults \($runs | map((.kept_leases_lost // 0) - (.wrongly_revoked_leases // 0)) | add))",
+      ($runs | map(.disk_outcomes // [] | .[]) | group_by(.kind) | map(
+        "\(.[0].kind): " + (group_by(.outcome) | map("\(.[0].outcome) \(length)") | join(", ")) +
+        (map(select(.alarm_nospace)) | length | if . > 0 then ", NOSPACE alarm \(.)" else "" end)) |
+        join("; ") | if . == "" then "-" else . end) +
+      ($runs | map(.skipped_faults // [] | .[]) | unique | if length > 0 then " (skipped: \(join(",")))" else "" end)
     ] | @tsv' "$1" >"$tsv"
 
   {
-    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen | mismatching WAL entries |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen | mismatching WAL entries | leases revoked while kept alive | disk-eio / disk-full outcomes |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$tsv"
   }
   rm -f "$tsv"
@@ -83,7 +100,7 @@ go test "${tags[@]}" ./e2e/robustness/ -run '^TestRobustness$' -count=1 -v -time
   -seed "$SEED" -runs "$RUNS" -duration "$DURATION" -faults "$FAULTS" -server "$SERVER" -out "$results" \
   -compact-every "${COMPACT_EVERY:-0}" >"$log" 2>&1
 status=$?
-grep -E '^\s+robustness_test.go:[0-9]+: seed|--- (FAIL|SKIP)|skipping' "$log" | sed 's/^ *//' >&2
+grep -E '^\s+robustness_test.go:[0-9]+: seed|--- (FAIL|SKIP)|skipping|skipped:' "$log" | sed 's/^ *//' >&2
 
 table "$results" | tee "$OUT_DIR/table.md"
 if [ "$status" -ne 0 ]; then

@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/internal/faultfs"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
 
@@ -34,7 +35,8 @@ type member struct {
 	peerURL   string // advertised: the proxy's
 	dataDir   string
 	logPath   string
-	argv      []string // the whole command line
+	argv      []string    // the whole command line
+	disk      *faultfs.FS // the mount that dataDir is on, when the run has disk faults
 
 	mu       sync.Mutex
 	env      []string // added to the environment of the next start
@@ -51,6 +53,7 @@ type cluster struct {
 	server string // "cairn" or "etcd"
 	dir    string
 	net    *network
+	disks  bool // each member's data dir is on its own faultfs mount
 
 	argv []string // the command line of a member before its flags
 	t    testing.TB
@@ -81,10 +84,11 @@ func (c *cluster) everyone() []*member {
 }
 
 // startCluster starts three members of server (the command line before the
-// flags) and waits until each answers a linearizable read; everything is
-// killed at the end of the test.
-func startCluster(t *testing.T, kind string, server []string, dir string) (*cluster, error) {
-	c := &cluster{server: kind, dir: dir, net: newNetwork(), argv: server, t: t}
+// flags), each with its data dir on its own faultfs mount if disks is set,
+// and waits until each answers a linearizable read; everything is killed
+// (and unmounted) at the end of the test.
+func startCluster(t *testing.T, kind string, server []string, dir string, disks bool) (*cluster, error) {
+	c := &cluster{server: kind, dir: dir, net: newNetwork(), argv: server, t: t, disks: disks}
 	t.Cleanup(c.stop)
 	var initial []string
 	for i := 1; i <= 3; i++ {
@@ -115,6 +119,14 @@ func startCluster(t *testing.T, kind string, server []string, dir string) (*clus
 func (c *cluster) newMember(name string) (*member, error) {
 	m := &member{name: name, dataDir: filepath.Join(c.dir, name+".data"),
 		logPath: filepath.Join(c.dir, name+".log"), clientURL: testnet.FreeURL(c.t)}
+	if c.disks {
+		if err := m.mountDisk(c.dir); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	c.all = append(c.all, m) // from here on, c.stop unmounts its disk
+	c.mu.Unlock()
 	listen := testnet.FreeAddr(c.t)
 	p, err := c.net.listen(m.name, listen)
 	if err != nil {
@@ -127,9 +139,6 @@ func (c *cluster) newMember(name string) (*member, error) {
 		"--listen-peer-urls", "http://"+listen, "--initial-advertise-peer-urls", m.peerURL,
 		"--initial-cluster-token", "robustness-"+filepath.Base(c.dir),
 		"--heartbeat-interval", heartbeatMS, "--election-timeout", electionMS)
-	c.mu.Lock()
-	c.all = append(c.all, m)
-	c.mu.Unlock()
 	return m, nil
 }
 
@@ -338,12 +347,20 @@ func (m *member) dump() {
 	}
 }
 
-// stop kills every member and closes the proxies.
+// stop kills every member, closes the proxies and unmounts the members'
+// disks.
 func (c *cluster) stop() {
 	for _, m := range c.everyone() {
 		m.kill()
 	}
 	c.net.close()
+	for _, m := range c.everyone() {
+		if m.disk != nil {
+			if err := m.disk.Unmount(); err != nil {
+				c.t.Logf("%s's disk: %v", m.name, err)
+			}
+		}
+	}
 }
 
 // client returns a client pinned to the given members.

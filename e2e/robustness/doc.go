@@ -14,8 +14,17 @@
 // (-compact-every, or a fault kind that needs it), a watch may end
 // cancelled as compacted and go on from the compact revision, but never
 // skip a revision otherwise; every member's HashKV at the end agrees, and
-// every compaction is finished in every member's db. RELIABILITY.md records
+// every compaction is finished in every member's db. A client per member
+// keeps a lease with a TTL of 5 s alive through it for the whole run: no
+// such lease may be lost while its keep-alives were being answered, or
+// while no fault touched its member (leases.go). RELIABILITY.md records
 // what it found.
+//
+// Asked for with -faults (they are not in "all"; "disk" is the four),
+// disk faults put each member's data dir on its own faultfs mount
+// (internal/faultfs, FUSE: they need /dev/fuse and root, and are skipped,
+// saying so, without): fsync-stall, disk-eio, disk-full and power-loss;
+// see diskfaults.go.
 //
 // Built with -tags failpoints (cairn too, then), two more fault kinds arm
 // cairn's failpoints on one member: crashpoint (a crash at a step of the

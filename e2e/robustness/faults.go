@@ -50,19 +50,29 @@ const isolateHold = 5 * time.Second
 const gracefulTimeout = 10 * time.Second
 
 // parseFaults reads -faults: kinds separated by commas, "all" for every
-// kind but membership.
+// kind but membership and the disk faults, "disk" for the disk faults.
 func parseFaults(s string) ([]faultKind, error) {
 	var out []faultKind
+	add := func(ks ...faultKind) {
+		for _, k := range ks {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
 	for _, f := range strings.Split(s, ",") {
 		k := faultKind(strings.TrimSpace(f))
-		if k == "all" || k == "" {
-			out = append(out, allFaults...)
-			continue
+		switch _, tagged := taggedFaults[k]; {
+		case k == "all" || k == "":
+			add(allFaults...)
+		case k == "disk":
+			add(diskFaults...)
+		case slices.Contains(allFaults, k), slices.Contains(diskFaults, k), k == faultMembership, tagged:
+			add(k)
+		default:
+			return nil, fmt.Errorf("unknown fault %q (known: %v, %s, %v or disk; crashpoint and watchdelay with -tags failpoints)",
+				k, allFaults, faultMembership, diskFaults)
 		}
-		if _, tagged := taggedFaults[k]; !slices.Contains(allFaults, k) && k != faultMembership && !tagged {
-			return nil, fmt.Errorf("unknown fault %q (known: %v, %s; crashpoint and watchdelay with -tags failpoints)", k, allFaults, faultMembership)
-		}
-		out = append(out, k)
 	}
 	return out, nil
 }
@@ -76,6 +86,11 @@ type fault struct {
 	Delay  time.Duration `json:"delay,omitempty"`
 	Point  string        `json:"point,omitempty"` // a failpoint's name
 	Hit    int           `json:"hit,omitempty"`   // the hit of Point that acts
+	All    bool          `json:"all,omitempty"`   // power-loss: every member loses power
+	// Torn, power-loss: when not 0, the seed of the random prefixes of
+	// the unsynced writes that each member keeps (the last one possibly
+	// torn); 0: they are all dropped.
+	Torn uint64 `json:"torn,omitempty"`
 }
 
 // schedule lays out faults from the seed over [2 s, window): kinds in a
@@ -95,7 +110,7 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 	}
 	var out []fault
 	at := 2 * time.Second
-	ms := func(lo, hi int) time.Duration { return time.Duration(lo+rnd.IntN(hi-lo+1)) * time.Millisecond }
+	ms := func(lo, hi int) time.Duration { return randMS(rnd, lo, hi) }
 	for _, k := range order {
 		f := fault{Kind: k, Member: rnd.IntN(3), At: at}
 		switch k {
@@ -112,6 +127,8 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 			f.Hold, f.Member = ms(500, 1000), -1
 		case faultDelay:
 			f.Hold, f.Delay = 3*time.Second, ms(30, 150)
+		case faultFsyncStall, faultDiskEIO, faultDiskFull, faultPowerLoss:
+			planDisk(rnd, &f)
 		}
 		tagged, isTagged := taggedFaults[k]
 		if isTagged {
@@ -127,6 +144,8 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 			extra = 2 * time.Second
 		case faultMembership:
 			extra = 10 * time.Second
+		case faultFsyncStall, faultDiskEIO, faultDiskFull, faultPowerLoss:
+			extra = diskExtra(f)
 		}
 		if isTagged {
 			extra = tagged.extra
@@ -140,6 +159,11 @@ func schedule(seed int64, kinds, first []faultKind, window time.Duration) []faul
 	return out
 }
 
+// randMS draws a duration of lo to hi milliseconds.
+func randMS(rnd *rand.Rand, lo, hi int) time.Duration {
+	return time.Duration(lo+rnd.IntN(hi-lo+1)) * time.Millisecond
+}
+
 // faultRecord is what happened when a fault ran.
 type faultRecord struct {
 	fault
@@ -150,6 +174,8 @@ type faultRecord struct {
 	Err    string `json:"err,omitempty"`
 	// Unhealthy lists the members that were not healthy 5 s after the heal.
 	Unhealthy []string `json:"unhealthy,omitempty"`
+	// Disk is what a disk-eio or disk-full fault did to its member.
+	Disk *diskOutcome `json:"disk,omitempty"`
 }
 
 // runFaults injects the faults at their times; it stops early when ctx ends,
@@ -254,6 +280,8 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 		case nw != nil:
 			rec.Target = "→" + nw.name
 		}
+	case faultFsyncStall, faultDiskEIO, faultDiskFull, faultPowerLoss:
+		err = injectDisk(ctx, c, h, m, f, &rec)
 	default:
 		if tf, ok := taggedFaults[f.Kind]; ok {
 			err = tf.inject(ctx, c, m, f, &rec)

@@ -33,8 +33,20 @@ type result struct {
 	NoLeaderExpected int            `json:"no_leader_expected"`
 	NoLeaderMissed   int            `json:"no_leader_missed"`
 	WALMismatches    int            `json:"wal_mismatches"` // indexes whose committed entries differ between members
-	Failures         []string       `json:"failures,omitempty"`
-	Artifacts        string         `json:"artifacts,omitempty"`
+	// KeptLeases counts the leases kept alive through one member each, for
+	// the whole run or until lost; KeptLeasesLost those lost (a fault on
+	// their member, mostly); WronglyRevokedLeases those lost while they
+	// should have lived (see wronglyRevoked).
+	KeptLeases           int `json:"kept_leases"`
+	KeptLeasesLost       int `json:"kept_leases_lost"`
+	WronglyRevokedLeases int `json:"wrongly_revoked_leases"`
+	// DiskOutcomes is what each disk-eio and disk-full fault did.
+	DiskOutcomes []diskOutcome `json:"disk_outcomes,omitempty"`
+	// SkippedFaults lists the fault kinds asked for that could not run
+	// here (the disk faults without FUSE or root).
+	SkippedFaults []string `json:"skipped_faults,omitempty"`
+	Failures      []string `json:"failures,omitempty"`
+	Artifacts     string   `json:"artifacts,omitempty"`
 }
 
 var outMu sync.Mutex
@@ -67,6 +79,7 @@ type artifacts struct {
 	Watchers []*watcher     `json:"watchers"`
 	Final    *finalHistory  `json:"final_history"`
 	Schedule []fault        `json:"schedule"`
+	Leases   []keptLease    `json:"kept_leases,omitempty"`
 	Extra    map[string]any `json:"extra,omitempty"`
 }
 

@@ -23,7 +23,7 @@ var (
 	flagSeed     = flag.Int64("seed", envdefault.Int("ROBUSTNESS_SEED", 0), "seed of the fault schedules and the load (0: random, printed); run i uses seed+i")
 	flagRuns     = flag.Int("runs", int(envdefault.Int("ROBUSTNESS_RUNS", 2)), "runs per server")
 	flagDuration = flag.Duration("duration", envdefault.Duration("ROBUSTNESS_DURATION", 25*time.Second), "load duration of a run")
-	flagFaults   = flag.String("faults", envdefault.String("ROBUSTNESS_FAULTS", "all"), "fault kinds, comma-separated: kill,pause,isolate,leader-restart,drop,delay (or all), membership; crashpoint,watchdelay with -tags failpoints")
+	flagFaults   = flag.String("faults", envdefault.String("ROBUSTNESS_FAULTS", "all"), "fault kinds, comma-separated: kill,pause,isolate,leader-restart,drop,delay (or all), membership, fsync-stall,disk-eio,disk-full,power-loss (or disk: they need FUSE and root); crashpoint,watchdelay with -tags failpoints")
 	flagServer   = flag.String("server", envdefault.String("ROBUSTNESS_SERVER", "both"), "server under test: cairn, etcd or both")
 	flagOut      = flag.String("out", envdefault.String("ROBUSTNESS_OUT", ""), "append one JSON line per run to this file")
 	flagCompact  = flag.Duration("compact-every", envdefault.Duration("ROBUSTNESS_COMPACT_EVERY", 0), "compact the store at this interval during the load (0: not, unless a fault kind needs it)")
@@ -78,6 +78,24 @@ func TestRobustness(t *testing.T) {
 	kinds, err := parseFaults(*flagFaults)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The disk faults need faultfs (FUSE and root); where it cannot be
+	// mounted they are left out, and every run records that.
+	var skipped []string
+	if hasDiskFault(kinds) {
+		if err := fuseUsable(); err != nil {
+			kinds = slices.DeleteFunc(kinds, func(k faultKind) bool {
+				if slices.Contains(diskFaults, k) {
+					skipped = append(skipped, string(k))
+					return true
+				}
+				return false
+			})
+			if len(kinds) == 0 {
+				t.Skipf("disk faults %v skipped: faultfs cannot be mounted here (%v); they need /dev/fuse and root", skipped, err)
+			}
+			t.Logf("disk faults %v skipped: faultfs cannot be mounted here (%v); they need /dev/fuse and root", skipped, err)
+		}
 	}
 	seed := *flagSeed
 	if seed == 0 {
@@ -136,18 +154,21 @@ func TestRobustness(t *testing.T) {
 			var covered []faultKind
 			for i := range *flagRuns {
 				cfg := runConfig{server: server, argv: argv, seed: seed + int64(i), run: i, duration: *flagDuration,
-					faults: schedules[i], window: window, workers: 12, checkFor: *flagCheckFor, compactEvery: compactEvery}
+					faults: schedules[i], window: window, workers: 12, checkFor: *flagCheckFor, compactEvery: compactEvery,
+					disks: hasDiskFault(kinds)}
 				name := fmt.Sprintf("run%d-seed%d", i, cfg.seed)
 				t.Run(name, func(t *testing.T) {
 					r := runOnce(t, cfg)
+					r.SkippedFaults = skipped
 					for k := range r.Faults {
 						if !slices.Contains(covered, faultKind(k)) {
 							covered = append(covered, faultKind(k))
 						}
 					}
-					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, compactions %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d (cancelled as compacted %d), unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d), mismatching WAL entries %d",
+					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, compactions %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d (cancelled as compacted %d), unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d), mismatching WAL entries %d, kept leases %d (lost %d, wrongly revoked %d)%s",
 						server, cfg.seed, r.Ops, r.UnknownOps, r.FinalRev, r.Compactions, r.Faults, r.Linearizable, r.CheckTime, r.LostWrites,
-						r.WatchAnomalies, r.WatchCompacted, r.Unhealthy, r.UnhealthyAnyHeal, r.NoLeaderCancels, r.NoLeaderExpected, r.NoLeaderMissed, r.WALMismatches)
+						r.WatchAnomalies, r.WatchCompacted, r.Unhealthy, r.UnhealthyAnyHeal, r.NoLeaderCancels, r.NoLeaderExpected, r.NoLeaderMissed, r.WALMismatches,
+						r.KeptLeases, r.KeptLeasesLost, r.WronglyRevokedLeases, diskSummary(r.DiskOutcomes))
 					if err := appendResult(*flagOut, r); err != nil {
 						t.Errorf("writing %s: %v", *flagOut, err)
 					}

@@ -28,6 +28,7 @@ type runConfig struct {
 	// compactEvery is the interval of the compactions during the load (0: none
 	// but those a fault asks for).
 	compactEvery time.Duration
+	disks        bool // each member's data dir on its own faultfs mount
 }
 
 // healthWithin is how soon after the last heal every member must be healthy.
@@ -40,9 +41,10 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		Faults: map[string]int{}, UnknownErrors: map[string]int{}, Linearizable: "not checked"}
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
 	dir := t.TempDir()
-	c, err := startCluster(t, cfg.server, cfg.argv, dir)
+	c, err := startCluster(t, cfg.server, cfg.argv, dir, cfg.disks)
 	h := newHistory()
 	a := artifacts{Schedule: cfg.faults}
+	var expiries []op // the kept leases' expiries, for the checker
 	var watchMu sync.Mutex
 	var watchers []*watcher
 	defer func() {
@@ -58,7 +60,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 			r.Artifacts, err = artifactsDir(cfg.server, cfg.seed)
 		}
 		if err == nil {
-			a.Result, a.Ops = r, h.all()
+			a.Result, a.Ops = r, append(h.all(), expiries...)
 			watchMu.Lock()
 			a.Watchers = slices.Clone(watchers)
 			watchMu.Unlock()
@@ -144,6 +146,14 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		defer close(faultsDone)
 		recs = runFaults(faultCtx, c, h, cfg.faults, cfg.window, t.Logf)
 	}()
+	// The keepers' leases, kept alive through each member; they grant no
+	// lease and put no key once the load is over.
+	loadCtx, endLoad := context.WithTimeout(ctx, cfg.duration)
+	defer endLoad()
+	keepers, err := startKeepers(ctx, loadCtx, c, h, &wg)
+	if err != nil {
+		fail("lease keepers: %v", err)
+	}
 	if err := runLoad(ctx, c, h, loadConfig{workers: cfg.workers, duration: cfg.duration, maxOps: 5000,
 		interval: 50 * time.Millisecond}, cfg.seed); err != nil {
 		fail("load: %v", err)
@@ -173,6 +183,9 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		r.Faults[string(rec.Kind)]++
 		if rec.Err != "" {
 			fail("fault %s on %s: %s", rec.Kind, rec.Target, rec.Err)
+		}
+		if rec.Disk != nil {
+			r.DiskOutcomes = append(r.DiskOutcomes, *rec.Disk)
 		}
 	}
 	// Every member healthy within 5 s of each heal, the last one included.
@@ -258,8 +271,24 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 			time.Sleep(50 * time.Millisecond) // polling a condition
 		}
 	}
+	askKeptLeasesAtEnd(c, keepers)
 	stop()
 	wg.Wait()
+	// No kept lease lost while it should have lived.
+	leases := keptLeases(keepers, watchers, final, h.now())
+	a.Leases = leases
+	r.KeptLeases = len(leases)
+	for _, l := range leases {
+		if l.Lost != 0 {
+			r.KeptLeasesLost++
+		}
+	}
+	wrong := wronglyRevoked(leases, recs)
+	r.WronglyRevokedLeases = len(wrong)
+	for _, s := range wrong {
+		fail("lease: %s", s)
+	}
+	expiries = expiryOps(leases, h)
 	for _, w := range watchers {
 		anomalies := checkWatch(w, final.Events, final.Rev)
 		r.WatchAnomalies += len(anomalies)
@@ -312,7 +341,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 		r.Artifacts = out // removed at the end if nothing failed
 	}
 	checkStart := time.Now()
-	res, err := checkLinearizable(porcupineOps(ops, final), cfg.checkFor, html)
+	res, err := checkLinearizable(porcupineOps(append(ops, expiries...), final), cfg.checkFor, html)
 	r.Linearizable = string(res)
 	r.CheckTime = time.Since(checkStart).Round(time.Millisecond).String()
 	switch res {

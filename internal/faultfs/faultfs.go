@@ -55,6 +55,18 @@ type FS struct {
 	mu     sync.Mutex
 	faults Faults
 	dirty  map[uint64]*undoLog // by backing inode: the files changed since their last fsync
+	stats  Stats
+}
+
+// Stats counts what the faults have done since the mount: a test tells
+// from them whether its process met the fault at all (no fsync during an
+// fsync fault), and when a stall is over (an fsync delayed just before
+// the delay was cleared still waits all of it).
+type Stats struct {
+	FailedFsyncs  int // fsyncs failed with FsyncErr
+	FailedWrites  int // writes, truncates and allocates failed with WriteErr
+	DelayedFsyncs int // fsyncs delayed by FsyncDelay
+	Stalled       int // fsyncs in their delay now
 }
 
 // undoLog records how to take a file back to its content at its last fsync.
@@ -148,6 +160,20 @@ func (f *FS) Set(faults Faults) {
 	f.faults = faults
 }
 
+// Stats returns the counts of the faults injected.
+func (f *FS) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// count changes a count of f.stats under f.mu.
+func (f *FS) count(do func(*Stats)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	do(&f.stats)
+}
+
 // Unsynced returns how many files have changes not yet synced.
 func (f *FS) Unsynced() int {
 	f.mu.Lock()
@@ -226,6 +252,16 @@ func (f *FS) faultsFor(path string) Faults {
 		return Faults{}
 	}
 	return f.faults
+}
+
+// writeErr returns the error that fails a change to the file at path (0:
+// none), counting it.
+func (f *FS) writeErr(path string) syscall.Errno {
+	e := f.faultsFor(path).WriteErr
+	if e != 0 {
+		f.count(func(s *Stats) { s.FailedWrites++ })
+	}
+	return e
 }
 
 // change runs a change to the file open as fd (inode ino), first recording
@@ -337,7 +373,7 @@ type file struct {
 }
 
 func (h *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if e := h.fs.faultsFor(h.path).WriteErr; e != 0 {
+	if e := h.fs.writeErr(h.path); e != 0 {
 		return 0, e
 	}
 	var written uint32
@@ -353,7 +389,7 @@ func (h *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 	if !ok {
 		return h.loopbackFile.Setattr(ctx, in, out)
 	}
-	if e := h.fs.faultsFor(h.path).WriteErr; e != 0 {
+	if e := h.fs.writeErr(h.path); e != 0 {
 		return e
 	}
 	// A truncate overwrites what lies past the new size.
@@ -363,7 +399,7 @@ func (h *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 }
 
 func (h *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	if e := h.fs.faultsFor(h.path).WriteErr; e != 0 {
+	if e := h.fs.writeErr(h.path); e != 0 {
 		return e
 	}
 	return h.fs.change(h.fd, h.ino, int64(off), 0, 0, func() syscall.Errno {
@@ -374,9 +410,12 @@ func (h *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 func (h *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	faults := h.fs.faultsFor(h.path)
 	if faults.FsyncDelay > 0 {
+		h.fs.count(func(s *Stats) { s.DelayedFsyncs++; s.Stalled++ })
 		time.Sleep(faults.FsyncDelay)
+		h.fs.count(func(s *Stats) { s.Stalled-- })
 	}
 	if faults.FsyncErr != 0 {
+		h.fs.count(func(s *Stats) { s.FailedFsyncs++ })
 		return faults.FsyncErr
 	}
 	if errno := h.loopbackFile.Fsync(ctx, flags); errno != 0 {

@@ -230,3 +230,45 @@ func TestTornPowerLoss(t *testing.T) {
 		t.Fatalf("40 torn power losses kept only %d distinct lengths of the unsynced tail, %d of them a torn write", len(lens), torn)
 	}
 }
+
+// TestStats: each failed fsync and write is counted, and so is each
+// delayed fsync, which is Stalled until its delay is over.
+func TestStats(t *testing.T) {
+	f := mount(t)
+	fh := create(t, f, "a", "x", false)
+	f.Set(Faults{FsyncErr: syscall.EIO, WriteErr: syscall.ENOSPC})
+	if err := fh.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync: %v, want EIO", err)
+	}
+	if _, err := fh.WriteAt([]byte("y"), 0); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write: %v, want ENOSPC", err)
+	}
+	if err := fh.Truncate(0); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("truncate: %v, want ENOSPC", err)
+	}
+	if s := f.Stats(); s != (Stats{FailedFsyncs: 1, FailedWrites: 2}) {
+		t.Fatalf("stats after one failed fsync and two failed writes: %+v", s)
+	}
+
+	const delay = time.Second
+	f.Set(Faults{FsyncDelay: delay})
+	synced := make(chan error, 1)
+	go func() { synced <- fh.Sync() }()
+	deadline := time.Now().Add(delay / 2)
+	for f.Stats().Stalled != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fsync stalled %v after one began with a delay of %v: %+v", delay/2, delay, f.Stats())
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
+	f.Set(Faults{}) // the fsync in its delay keeps it
+	if s := f.Stats(); s.Stalled != 1 {
+		t.Fatalf("clearing the delay ended the stall at once: %+v", s)
+	}
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Stats(); s != (Stats{FailedFsyncs: 1, FailedWrites: 2, DelayedFsyncs: 1}) {
+		t.Fatalf("stats once the delayed fsync returned: %+v", s)
+	}
+}
