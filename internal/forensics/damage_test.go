@@ -53,6 +53,19 @@ func TestDamageTornWALTail(t *testing.T) {
 	}
 }
 
+// TestDamageBeforeTheLastRecord: damage in the last segment with a good
+// record after it is no torn tail: verify must not point at a repair that
+// refuses.
+func TestDamageBeforeTheLastRecord(t *testing.T) {
+	data := filepath.Join(copyFixture(t), "data")
+	flipByteAt(t, fixtureWAL(data), 7900) // inside the entry at 7864; the hard state at 7928 is intact
+	mustFail(t, []string{"at offset 7864", "crc mismatch"}, "wal", "verify", data)
+	if out := runCairn(t, "wal", "verify", data).stdout; strings.Contains(out, "cairn wal repair") {
+		t.Errorf("verify points at repair, which refuses:\n%s", out)
+	}
+	mustFail(t, []string{"not repairable", "good records follow the damage"}, "wal", "repair", data)
+}
+
 func TestDamageFlippedByteMidWAL(t *testing.T) {
 	data := filepath.Join(copyFixture(t), "data")
 	seg := fixtureWAL(data)

@@ -108,20 +108,15 @@ func writeWALReport(w io.Writer, s *walScan, snaps *snapCheck) {
 	}
 }
 
-// tornTailOnly reports whether the only damage found is in the last
-// segment, the kind of damage a crash leaves and Repair may fix.
+// tornTailOnly reports whether the only damage found is a torn tail that
+// `cairn wal repair` would cut: in the last segment, of the kind a crash
+// leaves, with no good record after it.
 func tornTailOnly(s *walScan) bool {
 	if len(s.damage) == 0 || len(s.gaps) > 0 {
 		return false
 	}
-	last := s.segments[len(s.segments)-1].Path
-	for _, d := range s.damage {
-		if d.File != last || !(errors.Is(d, walfmt.ErrTornFrame) || errors.Is(d, walfmt.ErrBadFrame) ||
-			errors.Is(d, walfmt.ErrBadRecord) || errors.Is(d, walfmt.ErrCRCMismatch)) {
-			return false
-		}
-	}
-	return true
+	damage, err := walfmt.CheckRepair(s.dir)
+	return err == nil && damage != nil
 }
 
 // walReportJSON is `wal verify -w json`.

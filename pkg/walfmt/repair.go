@@ -65,15 +65,46 @@ func Repair(dir string) (*RepairResult, error) {
 	if err := tryLock(f); err != nil {
 		return nil, fmt.Errorf("repair wal %s: lock %s: %w", dir, last.Name(), err)
 	}
+	damage, err := repairPlan(dir, segs, f)
+	if err != nil || damage == nil {
+		return nil, err
+	}
+	return cutTail(f, last, damage)
+}
+
+// CheckRepair tells, reading only, what Repair would do to the WAL in dir:
+// the damage it would cut the last segment at, nil and no error if there
+// is nothing to repair, or an error wrapping ErrNotRepairable if it would
+// refuse. It takes no lock: on a WAL being written the answer may be stale.
+func CheckRepair(dir string) (*Error, error) {
+	segs, err := ListSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("repair wal %s: %w: %w", dir, ErrNotRepairable, err)
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("repair wal %s: %w", dir, ErrNoWAL)
+	}
+	f, err := os.Open(segs[len(segs)-1].Path)
+	if err != nil {
+		return nil, fmt.Errorf("repair wal %s: %w", dir, err)
+	}
+	defer f.Close()
+	return repairPlan(dir, segs, f)
+}
+
+// repairPlan finds the damage Repair would cut the last segment, open as
+// last, at; see Repair for when it refuses.
+func repairPlan(dir string, segs []Segment, last *os.File) (*Error, error) {
 	damage, headerEnd, err := firstDamage(segs)
 	if err != nil || damage == nil {
 		return nil, err
 	}
-	refuse := func(why string, args ...any) (*RepairResult, error) {
+	refuse := func(why string, args ...any) (*Error, error) {
 		return nil, fmt.Errorf("repair wal %s: %w: %s: %w", dir, ErrNotRepairable, fmt.Sprintf(why, args...), damage)
 	}
-	if damage.File != last.Path {
-		return refuse("damage is not in the last segment %s", last.Name())
+	lastSeg := segs[len(segs)-1]
+	if damage.File != lastSeg.Path {
+		return refuse("damage is not in the last segment %s", lastSeg.Name())
 	}
 	if !isAny(damage, repairable) {
 		return refuse("not a torn tail")
@@ -81,7 +112,18 @@ func Repair(dir string) (*RepairResult, error) {
 	if headerEnd < 0 || damage.Offset < headerEnd {
 		return refuse("damage in the segment's crc and metadata records")
 	}
-	return cutTail(f, last, damage)
+	st, err := last.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("repair wal %s: %w", dir, err)
+	}
+	next, err := findFrameStart(last, damage.Offset+frameHeaderSize, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("repair wal %s at offset %d: %w", lastSeg.Path, damage.Offset, err)
+	}
+	if next >= 0 {
+		return refuse("good records follow the damage, at offset %d", next)
+	}
+	return damage, nil
 }
 
 // firstDamage decodes segs and returns the first damage found, and the offset
@@ -119,8 +161,8 @@ func isAny(err error, targets []error) bool {
 }
 
 // cutTail moves the bytes of seg, open and locked as f, from damage.Offset
-// on to seg.broken and truncates seg there, if nothing trustworthy follows
-// the damage.
+// on to seg.broken and truncates seg there (repairPlan has found that
+// nothing trustworthy follows the damage).
 func cutTail(f *os.File, seg Segment, damage *Error) (*RepairResult, error) {
 	fail := func(err error) (*RepairResult, error) {
 		return nil, fmt.Errorf("repair wal %s at offset %d: %w", seg.Path, damage.Offset, err)
@@ -131,14 +173,6 @@ func cutTail(f *os.File, seg Segment, damage *Error) (*RepairResult, error) {
 	}
 	size := st.Size()
 	x := damage.Offset
-	next, err := findFrameStart(f, x+frameHeaderSize, size)
-	if err != nil {
-		return fail(err)
-	}
-	if next >= 0 {
-		return nil, fmt.Errorf("repair wal %s: %w: good records follow the damage, at offset %d: %w",
-			seg.Path, ErrNotRepairable, next, damage)
-	}
 	broken := seg.Path + BrokenExt
 	if err := saveRange(broken, f, x, size); err != nil {
 		return fail(err)
