@@ -145,8 +145,8 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	if err != nil {
 		return err
 	}
-	if s.leaderID.Load() == 0 {
-		return ErrNoLeader
+	if err := s.waitLeader(ctx, s.deadlines.After(s.requestTimeout())); err != nil {
+		return err
 	}
 	start := time.Now()
 	id := s.reqIDs.get()

@@ -76,12 +76,10 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, sta
 	if len(data) > s.cfg.MaxRequestBytes {
 		return applyResult{}, ErrRequestTooLarge
 	}
-	if s.leaderID.Load() == 0 {
-		// Not proposed, so the client may safely send it to another member.
-		s.proposalsFailed.Add(1)
-		return applyResult{}, ErrNoLeader
-	}
 	timeout := s.deadlines.After(s.requestTimeout())
+	if err := s.waitLeader(ctx, timeout); err != nil {
+		return applyResult{}, err
+	}
 	ch := s.waiters.Register(id, proposal{req, data})
 	if err := s.node.Propose(data); err != nil {
 		s.waiters.Cancel(id)
@@ -98,6 +96,30 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, sta
 		return applyResult{}, s.waitError(ctx, start)
 	case <-s.stopc:
 		return applyResult{}, ErrStopped
+	}
+}
+
+// waitLeader returns once the member knows a leader. As etcd's, a request
+// that reaches a member between leaders waits for the election rather than
+// fail: a client does not retry a write, which here was not proposed. It
+// fails when ctx ends or timeout fires first, as a proposal that timed out
+// (the client cannot tell the two apart in etcd either).
+func (s *Server) waitLeader(ctx context.Context, timeout <-chan struct{}) error {
+	start := time.Now()
+	for {
+		changed := s.leaderless.Changed()
+		if s.leaderID.Load() != 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return s.waitError(ctx, start)
+		case <-timeout:
+			return s.waitError(ctx, start)
+		case <-s.stopc:
+			return ErrStopped
+		}
 	}
 }
 
@@ -188,16 +210,21 @@ func (s *Server) proposeError(err error) error {
 // committed before the call, as confirmed by the leader (ReadIndex).
 // Concurrent callers share one ReadIndex round. A leader that is the only
 // voter needs no round: raft would answer with its commit index at once.
-// A member without a leader refuses at once (ErrNoLeader); a read that was
-// waiting when the member lost its leader fails as etcd's does, with
-// ErrLeaderChanged.
+// A member without a leader waits for one (waitLeader); a read that was
+// waiting for its read index when the member lost its leader fails as
+// etcd's does, with ErrLeaderChanged.
 func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 	if index, ok := s.node.SoleVoterReadIndex(); ok {
 		return s.waitApplied(ctx, index)
 	}
+	if s.leaderID.Load() == 0 {
+		if err := s.waitLeader(ctx, s.deadlines.After(s.requestTimeout())); err != nil {
+			return err
+		}
+	}
 	changed := s.leaderless.Changed()
 	if s.leaderID.Load() == 0 {
-		return ErrNoLeader
+		return ErrLeaderChanged
 	}
 	done := make(chan error, 1)
 	readc := s.readc // nil once the read is queued
