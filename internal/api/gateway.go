@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -36,10 +39,10 @@ func (g *gateway) start(dial func(context.Context, string) (net.Conn, error)) er
 		return err
 	}
 	g.conn = conn
-	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &compactJSON{runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
-	}))
+	}}))
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
 		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler, gw.RegisterAuthHandler,
@@ -73,4 +76,36 @@ func (g *gateway) stop() {
 	if g.conn != nil {
 		g.conn.Close()
 	}
+}
+
+// compactJSON is the gateway's JSON without the spaces protojson adds at
+// random (it varies them from one build to the next, so that no one relies
+// on its layout): the same bytes from every build, as a script that
+// compares a curl's output expects.
+type compactJSON struct{ runtime.JSONPb }
+
+func (c *compactJSON) Marshal(v any) ([]byte, error) {
+	b, err := c.JSONPb.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func (c *compactJSON) NewEncoder(w io.Writer) runtime.Encoder {
+	return runtime.EncoderFunc(func(v any) error {
+		b, err := c.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		_, err = w.Write(c.Delimiter())
+		return err
+	})
 }
