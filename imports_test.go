@@ -68,6 +68,11 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/discovery", "internal/server", "discovery is a client of the discovery cluster, called before the member starts"},
 	{"internal/tcpproxy", "internal", "the gateway pipes bytes and knows nothing of etcd"},
 	{"internal/tcpproxy", "pkg", "the gateway pipes bytes and knows nothing of etcd"},
+	{"internal/grpcproxy", "internal/server", "the gRPC proxy is a client of the cluster"},
+	{"internal/grpcproxy", "internal/api", "the gRPC proxy is a client of the cluster"},
+	{"internal/grpcproxy", "internal/transport", "the gRPC proxy is a client of the cluster"},
+	{"internal/grpcproxy", "pkg", "the gRPC proxy is a client of the cluster and keeps no data"},
+	{"internal/grpcproxy/namespace", "internal", "the namespace translation is message rewriting alone"},
 }
 
 // topRules are the packages at the top of the layout: no package outside

@@ -34,11 +34,12 @@ func useEtcdctlHelp(root *cobra.Command) {
 }
 
 // flagUsagesWithout is the usage text of the visible flags of fs that are
-// not global flags.
+// not global flags. A command's own flag of a global flag's name (the
+// --endpoints of `gateway start`) is its own.
 func flagUsagesWithout(fs, globals *pflag.FlagSet) string {
 	own := pflag.NewFlagSet("", pflag.ContinueOnError)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if globals.Lookup(f.Name) == nil && !f.Hidden {
+		if globals.Lookup(f.Name) != f && !f.Hidden {
 			own.AddFlag(f)
 		}
 	})

@@ -12,7 +12,8 @@ import (
 
 // ExecuteAs runs the binary as the program it was started as (argv[0]):
 // named `etcd` it is the server, with etcd's command line (`etcd --name
-// ...`, `etcd --version`); named `etcdctl` or `etcdutl`, or anything else,
+// ...`, `etcd --version`, `etcd gateway start`, `etcd grpc-proxy start`);
+// named `etcdctl` or `etcdutl`, or anything else,
 // it is cairn, whose client and offline commands have their names, flags
 // and outputs. So an etcd installation's binaries can be replaced by links
 // to cairn.
@@ -25,12 +26,8 @@ func ExecuteAs(argv0 string, args []string, stdin io.Reader, stdout, stderr io.W
 		fmt.Fprint(stdout, etcdVersionText())
 		return 0
 	}
-	if len(args) > 0 && args[0] == "gateway" {
+	if len(args) > 0 && (args[0] == "gateway" || args[0] == "grpc-proxy") {
 		return Execute(args, stdin, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "grpc-proxy" {
-		fmt.Fprintln(stderr, "Error: etcd grpc-proxy is not supported by cairn: point the clients at the members, or at `etcd gateway start` (an L4 proxy)")
-		return 1
 	}
 	return Execute(append([]string{"serve"}, args...), stdin, stdout, stderr)
 }

@@ -25,9 +25,14 @@ func TestStartedAsEtcd(t *testing.T) {
 	if code := ExecuteAs("etcd", []string{"gateway", "start", "--help"}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "--retry-delay") {
 		t.Errorf("etcd gateway start --help: exit %d: %s", code, out.String())
 	}
+	out.Reset()
+	if code := ExecuteAs("etcd", []string{"grpc-proxy", "start", "--help"}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "--endpoints-auto-sync-interval") {
+		t.Errorf("etcd grpc-proxy start --help: exit %d: %s", code, out.String())
+	}
 	errOut.Reset()
-	if code := ExecuteAs("etcd", []string{"grpc-proxy", "start"}, nil, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "grpc-proxy is not supported") {
-		t.Errorf("etcd grpc-proxy start: exit %d: %s", code, errOut.String())
+	if code := ExecuteAs("etcd", []string{"grpc-proxy", "start", "--tls-min-version", "TLS1.1"}, nil, &out, &errOut); code == 0 ||
+		!strings.Contains(errOut.String(), `tls-min-version is invalid: unexpected TLS version "TLS1.1" (must be one of: TLS1.2, TLS1.3)`) {
+		t.Errorf("etcd grpc-proxy start --tls-min-version TLS1.1: exit %d: %s", code, errOut.String())
 	}
 	out.Reset()
 	if code := ExecuteAs("etcdctl", []string{"--version"}, nil, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "cairn Version: ") {

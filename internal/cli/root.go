@@ -1,6 +1,7 @@
 // Package cli builds cairn's command tree: the root command, the global
 // flags and the client command groups (kv, watch, lease, member, endpoint,
-// auth, maintenance, ...), one file per group, and `gateway start`. It puts
+// auth, maintenance, ...), one file per group, `gateway start` and
+// `grpc-proxy start`. It puts
 // in the tree the member's command of internal/cli/serve, the offline kit
 // of internal/forensics and the load commands of internal/bench, and
 // renders the man pages and completion scripts of the tree with
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnkv/cairn/internal/cli/proxy"
 	"github.com/cairnkv/cairn/internal/cli/serve"
 	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 	"github.com/cairnkv/cairn/internal/version"
@@ -57,6 +59,7 @@ and reads the data directories of cairn and etcd members offline
 	addForensicsCommands(root)
 	addToGroup(root, serverGroup, serve.NewCommand())
 	addToGroup(root, serverGroup, newGatewayCommand())
+	addToGroup(root, serverGroup, proxy.Command())
 	useEtcdctlHelp(root)
 	return root
 }

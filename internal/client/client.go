@@ -80,6 +80,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// Conn is the connection behind the service clients, for calls the
+// Client has no field for (a proxy's Election, Lock and streams): each
+// call goes to a healthy member, with the client's authentication and
+// retries.
+func (c *Client) Conn() grpc.ClientConnInterface { return c.router }
+
 // Endpoints returns the current endpoint list.
 func (c *Client) Endpoints() []string {
 	var addrs []string

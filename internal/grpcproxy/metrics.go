@@ -1,0 +1,71 @@
+package grpcproxy
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+)
+
+// metrics are the proxy's /metrics: the grpc_server_* counts of the calls
+// it serves, etcd's etcd_grpc_proxy_* families, Go's and the process's.
+type metrics struct {
+	registry *prometheus.Registry
+	started  *prometheus.CounterVec
+	handled  *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grpc_server_started_total", Help: "Total number of RPCs started on the server.",
+		}, []string{"grpc_type", "grpc_service", "grpc_method"}),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grpc_server_handled_total", Help: "Total number of RPCs completed on the server, regardless of success or failure.",
+		}, []string{"grpc_type", "grpc_service", "grpc_method", "grpc_code"}),
+	}
+	m.registry.MustRegister(m.started, m.handled,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// etcd's proxy families. The proxy has no range cache and does not
+	// coalesce watchers yet: they stay at zero, which is what they measure.
+	m.registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "etcd_grpc_proxy_events_coalescing_total", Help: "Total number of events coalescing"}))
+	for _, f := range []struct{ name, help string }{
+		{"etcd_grpc_proxy_watchers_coalescing_total", "Total number of current watchers coalescing"},
+		{"etcd_grpc_proxy_cache_keys_total", "Total number of keys/ranges cached"},
+		{"etcd_grpc_proxy_cache_hits_total", "Total number of cache hits"},
+		{"etcd_grpc_proxy_cache_misses_total", "Total number of cache misses"},
+	} {
+		m.registry.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: f.name, Help: f.help}))
+	}
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// interceptor counts every call, by its kind, service, method and code.
+func (m *metrics) interceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	service, name, _ := strings.Cut(strings.TrimPrefix(info.FullMethod, "/"), "/")
+	kind := "unary"
+	if md, ok := methods[info.FullMethod]; ok {
+		switch {
+		case md.clientStream && md.serverStream:
+			kind = "bidi_stream"
+		case md.clientStream:
+			kind = "client_stream"
+		case md.serverStream:
+			kind = "server_stream"
+		}
+	}
+	m.started.WithLabelValues(kind, service, name).Inc()
+	err := handler(srv, ss)
+	m.handled.WithLabelValues(kind, service, name, status.Code(err).String()).Inc()
+	return err
+}

@@ -1,0 +1,201 @@
+// Package grpcproxy is the gRPC proxy behind `etcd grpc-proxy start`: a
+// gRPC server with etcd's services (KV, Watch, Lease, Cluster, Maintenance,
+// Auth, Election, Lock) that forwards every call and stream to the
+// cluster, through internal/client (a connection per member, calls moved
+// to a live member when one is lost). The client's auth token goes along,
+// so permissions stay the cluster's, and the cluster's errors come back
+// unchanged. With a namespace (internal/grpcproxy/namespace) its clients
+// see only the keys under a prefix. On the same port it serves /health,
+// /proxy/health and /metrics over HTTP.
+//
+// It is a client of the cluster: it knows nothing of the server.
+package grpcproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/grpcproxy/namespace"
+)
+
+// Config is what a proxy serves and how.
+type Config struct {
+	// Client is the cluster's client; the proxy does not close it.
+	Client *client.Client
+	// Namespace, when not empty, is the prefix of every key of the clients.
+	Namespace string
+	// AutoSyncInterval, when positive, is how often the endpoints follow
+	// the cluster's member list.
+	AutoSyncInterval time.Duration
+	// TLS, when not nil, secures the listener (gRPC and HTTP).
+	TLS *tls.Config
+	// MaxRecvBytes and MaxSendBytes limit the messages of the clients.
+	MaxRecvBytes, MaxSendBytes int
+	// MaxConcurrentStreams limits the streams of one client connection.
+	MaxConcurrentStreams uint32
+	// KeepAliveInterval and KeepAliveTimeout: a connection silent for the
+	// interval is pinged, and closed if the ping goes unanswered for the
+	// timeout (0 disables either).
+	KeepAliveInterval, KeepAliveTimeout time.Duration
+	// EnablePprof serves Go's profiles under /debug/pprof/.
+	EnablePprof bool
+	Log         *slog.Logger
+}
+
+// Proxy is a running gRPC proxy.
+type Proxy struct {
+	cfg     Config
+	client  *client.Client
+	conn    grpc.ClientConnInterface
+	ns      namespacer
+	watches watchSource
+	grpc    *grpc.Server
+	metrics *metrics
+	log     *slog.Logger
+}
+
+// New builds a proxy of cfg.Client.
+func New(cfg Config) *Proxy {
+	p := &Proxy{
+		cfg:     cfg,
+		client:  cfg.Client,
+		conn:    cfg.Client.Conn(),
+		ns:      namespacer{prefix: namespace.Prefix(cfg.Namespace)},
+		watches: clusterWatches{cfg.Client},
+		log:     cfg.Log,
+	}
+	p.metrics = newMetrics()
+	p.grpc = grpc.NewServer(
+		grpc.UnknownServiceHandler(p.handle),
+		grpc.ForceServerCodec(codec{}),
+		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
+		grpc.MaxSendMsgSize(cfg.MaxSendBytes),
+		grpc.ChainStreamInterceptor(p.metrics.interceptor),
+	)
+	return p
+}
+
+// Handler serves the proxy's port: gRPC (HTTP/2 requests of type
+// application/grpc) and the HTTP paths.
+func (p *Proxy) Handler() http.Handler {
+	mux := p.httpMux()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			p.grpc.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves clients on l until ctx ends, and keeps the endpoints in
+// step with the member list meanwhile. It closes l.
+func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	srv := p.httpServer(p.Handler(), p.cfg.TLS)
+	if p.cfg.AutoSyncInterval > 0 {
+		go p.autoSync(ctx)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		p.grpc.Stop() // ends the calls in flight, watches included
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(shutdown) != nil {
+			srv.Close()
+		}
+	})
+	defer stop()
+	p.log.Info("started gRPC proxy", "address", l.Addr().String())
+	var err error
+	if p.cfg.TLS != nil {
+		err = srv.ServeTLS(l, "", "")
+	} else {
+		err = srv.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeMetrics serves /metrics and /health on l (--metrics-addr) until
+// ctx ends; tlsCfg, when not nil, secures it.
+func (p *Proxy) ServeMetrics(ctx context.Context, l net.Listener, tlsCfg *tls.Config) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", p.metrics.handler())
+	mux.HandleFunc("/health", p.serveHealth)
+	srv := p.httpServer(mux, tlsCfg)
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	var err error
+	if tlsCfg != nil {
+		err = srv.ServeTLS(l, "", "")
+	} else {
+		err = srv.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// httpServer serves h over HTTP/1.1 and HTTP/2, the latter in clear text
+// too (gRPC without TLS).
+func (p *Proxy) httpServer(h http.Handler, tlsCfg *tls.Config) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		Protocols:         &protocols,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: int(min(p.cfg.MaxConcurrentStreams, 1<<31-1)),
+			SendPingTimeout:      p.cfg.KeepAliveInterval,
+			PingTimeout:          p.cfg.KeepAliveTimeout,
+		},
+		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	if tlsCfg != nil {
+		srv.TLSConfig = tlsCfg.Clone()
+		if !slices.Contains(srv.TLSConfig.NextProtos, "h2") {
+			srv.TLSConfig.NextProtos = append([]string{"h2", "http/1.1"}, srv.TLSConfig.NextProtos...)
+		}
+	}
+	return srv
+}
+
+// autoSync replaces the endpoints with the client URLs of the cluster's
+// members every AutoSyncInterval, and says so when they change.
+func (p *Proxy) autoSync(ctx context.Context) {
+	t := time.NewTicker(p.cfg.AutoSyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before := p.client.Endpoints()
+		syncCtx, cancel := context.WithTimeout(ctx, max(p.cfg.AutoSyncInterval, 5*time.Second))
+		err := p.client.Sync(syncCtx)
+		cancel()
+		if err != nil {
+			p.log.Warn("failed to sync endpoints", "error", err)
+			continue
+		}
+		if after := p.client.Endpoints(); !slices.Equal(before, after) {
+			p.log.Info("updated endpoints", "endpoints", after)
+		}
+	}
+}

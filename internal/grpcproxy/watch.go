@@ -1,0 +1,259 @@
+package grpcproxy
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/client"
+)
+
+const watchMethod = "/etcdserverpb.Watch/Watch"
+
+// watchSource opens watches on the cluster for the proxy's watchers. Each
+// watch delivers its events once, in order, from its start revision on,
+// across the loss of the member serving it. Today every watcher has its
+// own watch (clusterWatches); a source that shares one watch among the
+// watchers of the same keys fits behind the same interface.
+type watchSource interface {
+	Watch(ctx context.Context, req *pb.WatchCreateRequest) clusterWatch
+}
+
+// clusterWatch is one watch opened by a watchSource.
+type clusterWatch interface {
+	// Responses are the events and progress notifications of the watch,
+	// then its end if the cluster ends it; closed when the watch ends.
+	Responses() <-chan client.WatchResponse
+	// RequestProgress asks for a progress notification.
+	RequestProgress() error
+}
+
+// clusterWatches is the watchSource of one resumable client watch per
+// watcher (internal/client resumes it after the revision it last
+// delivered).
+type clusterWatches struct{ c *client.Client }
+
+func (s clusterWatches) Watch(ctx context.Context, req *pb.WatchCreateRequest) clusterWatch {
+	return clientWatch{s.c.Watch(ctx, req)}
+}
+
+type clientWatch struct{ w *client.Watch }
+
+func (w clientWatch) Responses() <-chan client.WatchResponse { return w.w.Responses }
+func (w clientWatch) RequestProgress() error                 { return w.w.RequestProgress() }
+
+// watchStream is one client's Watch stream: its watchers, each with its
+// own watch on the cluster, under the IDs the client knows.
+type watchStream struct {
+	p      *Proxy
+	stream grpc.ServerStream
+	ctx    context.Context // the cluster's side: the client's token, cancelled when the stream ends
+
+	sendMu sync.Mutex // one message at a time on stream
+
+	mu       sync.Mutex
+	watchers map[int64]*watcher
+	nextID   int64
+}
+
+// watcher is one watch of a client stream.
+type watcher struct {
+	id     int64
+	cancel context.CancelFunc
+	done   chan struct{}      // closed when run returns
+	header *pb.ResponseHeader // the last one sent; run's until done
+	watch  clusterWatch
+}
+
+// watch serves a client's Watch stream until the client ends it.
+func (p *Proxy) watch(stream grpc.ServerStream) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	ws := &watchStream{p: p, stream: stream, ctx: outgoing(ctx), watchers: map[int64]*watcher{}}
+	defer ws.stopAll()
+	for {
+		req := &pb.WatchRequest{}
+		if err := stream.RecvMsg(req); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var err error
+		switch r := req.RequestUnion.(type) {
+		case *pb.WatchRequest_CreateRequest:
+			err = ws.create(r.CreateRequest)
+		case *pb.WatchRequest_CancelRequest:
+			err = ws.cancel(r.CancelRequest.GetWatchId())
+		case *pb.WatchRequest_ProgressRequest:
+			err = ws.progress()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (ws *watchStream) send(resp *pb.WatchResponse) error {
+	ws.sendMu.Lock()
+	defer ws.sendMu.Unlock()
+	return ws.stream.SendMsg(resp)
+}
+
+// create starts a watcher: the cluster's current revision is read first,
+// so that a watch from "now" starts after it and the creation's answer
+// carries it, as a member's does.
+func (ws *watchStream) create(cr *pb.WatchCreateRequest) error {
+	up := proto.Clone(cr).(*pb.WatchCreateRequest)
+	if ws.p.ns.on() {
+		if len(up.Key) == 0 {
+			return ws.send(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: rpctypes.ErrorDesc(rpctypes.ErrGRPCEmptyKey)})
+		}
+		ws.p.ns.prefix.WatchCreateRequest(up)
+	}
+	ws.mu.Lock()
+	id, ok := ws.assignID(cr.WatchId)
+	ws.mu.Unlock()
+	if !ok {
+		return ws.send(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: "mvcc: duplicate watch ID provided on the WatchStream"})
+	}
+	key := up.Key
+	if len(key) == 0 {
+		key = []byte{0} // a watch of every key from the first: a read needs a key
+	}
+	now, err := ws.p.client.KV.Range(ws.ctx, &pb.RangeRequest{Key: key, Limit: 1, KeysOnly: true})
+	if err != nil {
+		ws.release(id)
+		return ws.send(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: rpctypes.ErrorDesc(err)})
+	}
+	if up.StartRevision == 0 {
+		up.StartRevision = now.GetHeader().GetRevision() + 1
+	}
+	// The proxy's client gets whole responses; it chooses its own IDs.
+	up.WatchId, up.Fragment = 0, false
+	wctx, cancel := context.WithCancel(ws.ctx)
+	w := &watcher{id: id, cancel: cancel, done: make(chan struct{}), header: now.GetHeader()}
+	if err := ws.send(&pb.WatchResponse{Header: w.header, WatchId: id, Created: true}); err != nil {
+		cancel()
+		ws.release(id)
+		return err
+	}
+	w.watch = ws.p.watches.Watch(wctx, up)
+	ws.mu.Lock()
+	ws.watchers[id] = w
+	ws.mu.Unlock()
+	go ws.run(w)
+	return nil
+}
+
+// assignID is the ID of a new watcher: the client's choice if it made one
+// (false if that ID is taken), or the lowest free one from the last given.
+func (ws *watchStream) assignID(asked int64) (int64, bool) {
+	if asked != 0 {
+		if _, taken := ws.watchers[asked]; taken {
+			return 0, false
+		}
+		ws.watchers[asked] = nil
+		return asked, true
+	}
+	for {
+		id := ws.nextID
+		ws.nextID++
+		if _, taken := ws.watchers[id]; !taken {
+			ws.watchers[id] = nil
+			return id, true
+		}
+	}
+}
+
+func (ws *watchStream) release(id int64) {
+	ws.mu.Lock()
+	delete(ws.watchers, id)
+	ws.mu.Unlock()
+}
+
+// run passes the watch's responses to the client under the watcher's ID
+// until the watch ends.
+func (ws *watchStream) run(w *watcher) {
+	defer close(w.done)
+	for r := range w.watch.Responses() {
+		if r.Header != nil {
+			w.header = r.Header
+		}
+		resp := &pb.WatchResponse{Header: w.header, WatchId: w.id, Events: r.Events,
+			CompactRevision: r.CompactRevision, Canceled: r.Canceled, CancelReason: r.CancelReason}
+		if r.Canceled && resp.CancelReason == "" && r.Err != nil && r.CompactRevision == 0 {
+			resp.CancelReason = rpctypes.ErrorDesc(r.Err)
+		}
+		if ws.p.ns.on() {
+			// The events are this watcher's own: a shared watch would
+			// have to copy them first.
+			ws.p.ns.prefix.Events(resp.Events)
+		}
+		if ws.send(resp) != nil {
+			w.cancel()
+		}
+		if r.Canceled {
+			w.cancel()
+			ws.release(w.id)
+		}
+	}
+}
+
+// cancel ends a watcher at the client's request: no response of it
+// follows the cancellation's.
+func (ws *watchStream) cancel(id int64) error {
+	ws.mu.Lock()
+	w := ws.watchers[id]
+	ws.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.cancel()
+	<-w.done
+	ws.release(id)
+	return ws.send(&pb.WatchResponse{Header: w.header, WatchId: id, Canceled: true})
+}
+
+// progress asks every watcher's watch for a progress notification, which
+// reaches the client under that watcher's ID; with no watcher, the
+// cluster's revision is the answer.
+func (ws *watchStream) progress() error {
+	watchers := ws.list()
+	if len(watchers) == 0 {
+		now, err := ws.p.client.KV.Range(ws.ctx, &pb.RangeRequest{Key: ws.p.ns.prefix.Key([]byte{0}), Limit: 1, KeysOnly: true})
+		if err != nil {
+			return nil // no revision to tell (the client may not read that key): no answer
+		}
+		return ws.send(&pb.WatchResponse{Header: now.GetHeader(), WatchId: -1})
+	}
+	for _, w := range watchers {
+		_ = w.watch.RequestProgress() // a watch between two streams cannot be asked: the client asks again
+	}
+	return nil
+}
+
+// list is the stream's watchers.
+func (ws *watchStream) list() []*watcher {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var all []*watcher
+	for _, w := range ws.watchers {
+		if w != nil {
+			all = append(all, w)
+		}
+	}
+	return all
+}
+
+// stopAll ends every watcher when the client's stream ends.
+func (ws *watchStream) stopAll() {
+	for _, w := range ws.list() {
+		w.cancel()
+		<-w.done
+	}
+}
