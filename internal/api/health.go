@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -63,9 +65,13 @@ func (a *API) serveHealth(w http.ResponseWriter, r *http.Request) {
 // healthRead reads a key, locally or through the read index.
 func (a *API) healthRead(ctx context.Context, serializable bool) error {
 	if !serializable {
-		ctx, cancel := context.WithTimeout(ctx, healthReadTimeout)
+		rctx, cancel := context.WithTimeout(ctx, healthReadTimeout)
 		defer cancel()
-		if err := a.s.LinearizableReadNotify(ctx); err != nil {
+		if err := a.s.LinearizableReadNotify(rctx); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				// etcd's words; it waits for its request timeout (7 s) to say them
+				return server.ErrTimeout
+			}
 			return err
 		}
 	}

@@ -102,8 +102,9 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, sta
 // waitLeader returns once the member knows a leader. As etcd's, a request
 // that reaches a member between leaders waits for the election rather than
 // fail: a client does not retry a write, which here was not proposed. It
-// fails when ctx ends or timeout fires first, as a proposal that timed out
-// (the client cannot tell the two apart in etcd either).
+// fails with ctx's error when the client gives up first, and as a proposal
+// that timed out when the request timeout fires first (etcd answers both
+// so).
 func (s *Server) waitLeader(ctx context.Context, timeout <-chan struct{}) error {
 	start := time.Now()
 	for {
@@ -114,7 +115,8 @@ func (s *Server) waitLeader(ctx context.Context, timeout <-chan struct{}) error 
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return s.waitError(ctx, start)
+			s.proposalsFailed.Add(1)
+			return ctx.Err() // what etcd answers: raft held the proposal until then
 		case <-timeout:
 			return s.waitError(ctx, start)
 		case <-s.stopc:
