@@ -15,6 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LIST=${LIST:-scripts/etcd-robustness-short.txt}
+# PORT is the first of the 15 ports the suite's members take (below the
+# ephemeral range, as scripts/etcd-robustness/run.sh chooses them).
+PORT=${PORT:-17300}
 export E2E_WS=${E2E_WS:-${TMPDIR:-/tmp}/etcd-e2e}
 mkdir -p "$E2E_WS"
 go build -o "$E2E_WS/cairn" ./cmd/cairn || exit 1
@@ -43,7 +46,7 @@ while read -r pattern; do
   rm -rf "$tmp"; mkdir -p "$tmp"
   log="$out/$n.log"
   start=$(date +%s)
-  ( cd "$E2E_WS/tests/robustness" && env TMPDIR="$tmp" E2E_BASE_PORT=17300 RESULTS_DIR="$out/$n-report" \
+  ( cd "$E2E_WS/tests/robustness" && env TMPDIR="$tmp" E2E_BASE_PORT="$PORT" RESULTS_DIR="$out/$n-report" \
       timeout -k 10 15m "$E2E_WS/robustness.test" -test.run "$pattern" -test.count=1 -test.timeout=15m \
       -test.v -bin-dir="$E2E_WS/bin-cairn" ) >"$log" 2>&1 </dev/null
   rc=$?
