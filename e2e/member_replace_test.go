@@ -36,23 +36,26 @@ func TestMemberAddedAfterSnapshotJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// --strict-reconfig-check refuses a removal until every member has been
-	// active for 5 s: try until then.
-	waitFor(t, 20*time.Second, "the follower to be removed", func() bool {
-		_, err = cli.MemberRemove(ctx, st.Header.MemberId)
-		return !errors.Is(err, rpctypes.ErrUnhealthy)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone.kill() // it stops by itself once it learns of its removal; make sure
 	var keep []*member
 	for _, m := range ms {
 		if m != gone {
 			keep = append(keep, m)
 		}
 	}
+	// The removal goes through the members that stay: the removed one
+	// stops once it applies its removal, and may close the connection
+	// before its answer is out.
 	kcli := client(t, keep...)
+	// --strict-reconfig-check refuses a removal until every member has been
+	// active for 5 s: try until then.
+	waitFor(t, 20*time.Second, "the follower to be removed", func() bool {
+		_, err = kcli.MemberRemove(ctx, st.Header.MemberId)
+		return !errors.Is(err, rpctypes.ErrUnhealthy)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.kill() // it stops by itself once it learns of its removal; make sure
 	if _, err := kcli.Put(ctx, "last", "before the new member"); err != nil {
 		t.Fatal(err)
 	}

