@@ -17,6 +17,11 @@ type metrics struct {
 	registry *prometheus.Registry
 	started  *prometheus.CounterVec
 	handled  *prometheus.CounterVec
+	// watchersCoalescing: the watchers served by a shared watch beyond
+	// the first of each; eventsCoalescing: the responses of shared
+	// watches passed to those watchers.
+	watchersCoalescing prometheus.Gauge
+	eventsCoalescing   prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -29,14 +34,15 @@ func newMetrics() *metrics {
 			Name: "grpc_server_handled_total", Help: "Total number of RPCs completed on the server, regardless of success or failure.",
 		}, []string{"grpc_type", "grpc_service", "grpc_method", "grpc_code"}),
 	}
-	m.registry.MustRegister(m.started, m.handled,
+	m.watchersCoalescing = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "etcd_grpc_proxy_watchers_coalescing_total", Help: "Total number of current watchers coalescing"})
+	m.eventsCoalescing = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "etcd_grpc_proxy_events_coalescing_total", Help: "Total number of events coalescing"})
+	m.registry.MustRegister(m.started, m.handled, m.watchersCoalescing, m.eventsCoalescing,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// etcd's proxy families. The proxy has no range cache and does not
-	// coalesce watchers yet: they stay at zero, which is what they measure.
-	m.registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "etcd_grpc_proxy_events_coalescing_total", Help: "Total number of events coalescing"}))
+	// etcd's range cache families. The proxy has no range cache: they stay
+	// at zero, which is what they measure.
 	for _, f := range []struct{ name, help string }{
-		{"etcd_grpc_proxy_watchers_coalescing_total", "Total number of current watchers coalescing"},
 		{"etcd_grpc_proxy_cache_keys_total", "Total number of keys/ranges cached"},
 		{"etcd_grpc_proxy_cache_hits_total", "Total number of cache hits"},
 		{"etcd_grpc_proxy_cache_misses_total", "Total number of cache misses"},

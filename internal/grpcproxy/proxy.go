@@ -58,7 +58,7 @@ type Proxy struct {
 	client  *client.Client
 	conn    grpc.ClientConnInterface
 	ns      namespacer
-	watches watchSource
+	watches *sharedWatches
 	grpc    *grpc.Server
 	metrics *metrics
 	log     *slog.Logger
@@ -71,10 +71,10 @@ func New(cfg Config) *Proxy {
 		client:  cfg.Client,
 		conn:    cfg.Client.Conn(),
 		ns:      namespacer{prefix: namespace.Prefix(cfg.Namespace)},
-		watches: clusterWatches{cfg.Client},
+		metrics: newMetrics(),
 		log:     cfg.Log,
 	}
-	p.metrics = newMetrics()
+	p.watches = newSharedWatches(cfg.Client, p.metrics)
 	p.grpc = grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
 		grpc.ForceServerCodec(codec{}),

@@ -6,49 +6,16 @@ import (
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/cairnkv/cairn/internal/client"
 )
 
 const watchMethod = "/etcdserverpb.Watch/Watch"
 
-// watchSource opens watches on the cluster for the proxy's watchers. Each
-// watch delivers its events once, in order, from its start revision on,
-// across the loss of the member serving it. Today every watcher has its
-// own watch (clusterWatches); a source that shares one watch among the
-// watchers of the same keys fits behind the same interface.
-type watchSource interface {
-	Watch(ctx context.Context, req *pb.WatchCreateRequest) clusterWatch
-}
-
-// clusterWatch is one watch opened by a watchSource.
-type clusterWatch interface {
-	// Responses are the events and progress notifications of the watch,
-	// then its end if the cluster ends it; closed when the watch ends.
-	Responses() <-chan client.WatchResponse
-	// RequestProgress asks for a progress notification.
-	RequestProgress() error
-}
-
-// clusterWatches is the watchSource of one resumable client watch per
-// watcher (internal/client resumes it after the revision it last
-// delivered).
-type clusterWatches struct{ c *client.Client }
-
-func (s clusterWatches) Watch(ctx context.Context, req *pb.WatchCreateRequest) clusterWatch {
-	return clientWatch{s.c.Watch(ctx, req)}
-}
-
-type clientWatch struct{ w *client.Watch }
-
-func (w clientWatch) Responses() <-chan client.WatchResponse { return w.w.Responses }
-func (w clientWatch) RequestProgress() error                 { return w.w.RequestProgress() }
-
-// watchStream is one client's Watch stream: its watchers, each with its
-// own watch on the cluster, under the IDs the client knows.
+// watchStream is one client's Watch stream: its watchers, under the IDs
+// the client knows.
 type watchStream struct {
 	p      *Proxy
 	stream grpc.ServerStream
@@ -67,7 +34,7 @@ type watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}      // closed when run returns
 	header *pb.ResponseHeader // the last one sent; run's until done
-	watch  clusterWatch
+	watch  *sharedWatch
 }
 
 // watch serves a client's Watch stream until the client ends it.
@@ -125,7 +92,10 @@ func (ws *watchStream) create(cr *pb.WatchCreateRequest) error {
 	if len(key) == 0 {
 		key = []byte{0} // a watch of every key from the first: a read needs a key
 	}
-	now, err := ws.p.client.KV.Range(ws.ctx, &pb.RangeRequest{Key: key, Limit: 1, KeysOnly: true})
+	// The read is with the watcher's token over the watched range: it is
+	// the permission check of a watcher that may share a watch opened by
+	// another.
+	now, err := ws.p.client.KV.Range(ws.ctx, &pb.RangeRequest{Key: key, RangeEnd: up.RangeEnd, Limit: 1, KeysOnly: true})
 	if err != nil {
 		ws.release(id)
 		return ws.send(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: rpctypes.ErrorDesc(err)})
@@ -142,7 +112,7 @@ func (ws *watchStream) create(cr *pb.WatchCreateRequest) error {
 		ws.release(id)
 		return err
 	}
-	w.watch = ws.p.watches.Watch(wctx, up)
+	w.watch = ws.p.watches.Watch(wctx, up, now.GetHeader().GetRevision())
 	ws.mu.Lock()
 	ws.watchers[id] = w
 	ws.mu.Unlock()
@@ -190,8 +160,8 @@ func (ws *watchStream) run(w *watcher) {
 			resp.CancelReason = rpctypes.ErrorDesc(r.Err)
 		}
 		if ws.p.ns.on() {
-			// The events are this watcher's own: a shared watch would
-			// have to copy them first.
+			// The events may be shared with other watchers: strip copies.
+			resp.Events = cloneEvents(resp.Events)
 			ws.p.ns.prefix.Events(resp.Events)
 		}
 		if ws.send(resp) != nil {
@@ -256,4 +226,12 @@ func (ws *watchStream) stopAll() {
 		w.cancel()
 		<-w.done
 	}
+}
+
+func cloneEvents(evs []*mvccpb.Event) []*mvccpb.Event {
+	out := make([]*mvccpb.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = proto.Clone(ev).(*mvccpb.Event)
+	}
+	return out
 }
