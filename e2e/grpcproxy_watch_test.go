@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,9 +17,9 @@ import (
 	"github.com/cairnkv/cairn/internal/cliutil/metrics"
 )
 
-// gauge is the value of the metric name at endpoint (the sum of its
-// samples).
-func gauge(t *testing.T, endpoint, name string) float64 {
+// gauge is the value of the metric name at endpoint: the sum of its
+// samples that have the labels of labelPairs (name, value, name, value...).
+func gauge(t *testing.T, endpoint, name string, labelPairs ...string) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -27,7 +28,13 @@ func gauge(t *testing.T, endpoint, name string) float64 {
 		t.Fatal(err)
 	}
 	var sum float64
+next:
 	for _, s := range samples {
+		for i := 0; i+1 < len(labelPairs); i += 2 {
+			if s.Labels[labelPairs[i]] != labelPairs[i+1] {
+				continue next
+			}
+		}
 		sum += s.Value
 	}
 	return sum
@@ -138,5 +145,80 @@ func TestGRPCProxyCoalescesWatches(t *testing.T) {
 	r := <-late.Watch(ctx, "w/", clientv3.WithPrefix(), clientv3.WithRev(revs[10]))
 	if r.Err() != rpctypes.ErrCompacted || r.CompactRevision != revs[100] {
 		t.Errorf("a watch from a compacted revision: %v, compact revision %d, want %v at %d", r.Err(), r.CompactRevision, rpctypes.ErrCompacted, revs[100])
+	}
+}
+
+// TestGRPCProxyCoalescesKeepAlives: clients of a proxy that keep the same
+// lease alive cost the member one keep-alive stream, and the lease lives;
+// a user who may not renew the lease is refused even while another user's
+// renewals go on; a revoked lease ends every client's keep-alive.
+func TestGRPCProxyCoalescesKeepAlives(t *testing.T) {
+	ms := newCluster(t, 1, clusterOptions{})
+	_, addr := startProxy(t, "--endpoints", ms[0].curl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	direct := client(t, ms...)
+	lease, err := direct.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clients = 10
+	var chans []<-chan *clientv3.LeaseKeepAliveResponse
+	for range clients {
+		ch, err := proxyClient(t, addr, clientv3.Config{}).KeepAlive(ctx, lease.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := <-ch; r == nil || r.TTL <= 0 {
+			t.Fatalf("first keep-alive answer: %+v", r)
+		}
+		chans = append(chans, ch)
+	}
+	// Three TTLs: the point is time passing, with renewals every 2/3 s.
+	time.Sleep(6 * time.Second)
+	if ttl, err := direct.TimeToLive(ctx, lease.ID); err != nil || ttl.TTL <= 0 {
+		t.Fatalf("the lease after three TTLs kept alive through the proxy: %+v %v", ttl, err)
+	}
+	if n := gauge(t, ms[0].curl, "grpc_server_started_total", "grpc_method", "LeaseKeepAlive"); n != 1 {
+		t.Errorf("%v keep-alive streams on the member, want 1 for %d clients", n, clients)
+	}
+
+	// With auth on, a user's renewals go on a stream of its own token.
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(direct.Put(ctx, "a/leased", "v", clientv3.WithLease(lease.ID)))
+	must(direct.RoleAdd(ctx, "root"))
+	must(direct.UserAdd(ctx, "root", "rootpw"))
+	must(direct.UserGrantRole(ctx, "root", "root"))
+	must(direct.UserAdd(ctx, "bob", "pw")) // no role: may not write a/leased
+	must(direct.AuthEnable(ctx))
+	root := proxyClient(t, addr, clientv3.Config{Username: "root", Password: "rootpw"})
+	rootCh, err := root.KeepAlive(ctx, lease.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := proxyClient(t, addr, clientv3.Config{Username: "bob", Password: "pw"})
+	for range 3 {
+		if _, err := bob.KeepAliveOnce(ctx, lease.ID); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Fatalf("bob renews a lease of a key he may not write: %v, want %v", err, rpctypes.ErrPermissionDenied)
+		}
+	}
+
+	if _, err := root.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range append(chans, rootCh) {
+		waitFor(t, 10*time.Second, fmt.Sprintf("keep-alive %d to end with the lease", i), func() bool {
+			select {
+			case _, ok := <-ch:
+				return !ok
+			default:
+				return false
+			}
+		})
 	}
 }

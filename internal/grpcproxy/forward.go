@@ -141,8 +141,11 @@ func (p *Proxy) handle(_ any, stream grpc.ServerStream) error {
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "unknown method %s", name)
 	}
-	if name == watchMethod {
+	switch name {
+	case watchMethod:
 		return p.watch(stream)
+	case keepAliveMethod:
+		return p.keepAlives.serve(stream)
 	}
 	if !m.clientStream && !m.serverStream {
 		return p.unary(stream, name, m)

@@ -1,12 +1,15 @@
 // Package grpcproxy is the gRPC proxy behind `etcd grpc-proxy start`: a
 // gRPC server with etcd's services (KV, Watch, Lease, Cluster, Maintenance,
-// Auth, Election, Lock) that forwards every call and stream to the
-// cluster, through internal/client (a connection per member, calls moved
-// to a live member when one is lost). The client's auth token goes along,
-// so permissions stay the cluster's, and the cluster's errors come back
-// unchanged. With a namespace (internal/grpcproxy/namespace) its clients
-// see only the keys under a prefix. On the same port it serves /health,
-// /proxy/health and /metrics over HTTP.
+// Auth, Election, Lock) that passes every call and stream to the cluster,
+// through internal/client (a connection per member, calls moved to a live
+// member when one is lost). Watchers of the same keys share one watch on
+// the cluster (shared.go), and lease keep-alives one stream per token, a
+// renewal of a lease in flight answering every client that asked
+// (keepalive.go). The client's auth token goes along, so permissions stay
+// the cluster's, and the cluster's errors come back unchanged. With a
+// namespace (internal/grpcproxy/namespace) its clients see only the keys
+// under a prefix. On the same port it serves /health, /proxy/health and
+// /metrics over HTTP.
 //
 // It is a client of the cluster: it knows nothing of the server.
 package grpcproxy
@@ -59,9 +62,11 @@ type Proxy struct {
 	conn    grpc.ClientConnInterface
 	ns      namespacer
 	watches *sharedWatches
-	grpc    *grpc.Server
-	metrics *metrics
-	log     *slog.Logger
+	// keepAlives coalesces the clients' lease keep-alives.
+	keepAlives *keepAlives
+	grpc       *grpc.Server
+	metrics    *metrics
+	log        *slog.Logger
 }
 
 // New builds a proxy of cfg.Client.
@@ -75,6 +80,7 @@ func New(cfg Config) *Proxy {
 		log:     cfg.Log,
 	}
 	p.watches = newSharedWatches(cfg.Client, p.metrics)
+	p.keepAlives = newKeepAlives(p.conn)
 	p.grpc = grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
 		grpc.ForceServerCodec(codec{}),
