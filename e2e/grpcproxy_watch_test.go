@@ -51,7 +51,7 @@ func TestGRPCProxyCoalescesWatches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	const clients, puts = 20, 200
+	const clients, puts = 20, 500
 	var chans []clientv3.WatchChan
 	for range clients {
 		cli := proxyClient(t, addr, clientv3.Config{})
@@ -87,7 +87,7 @@ func TestGRPCProxyCoalescesWatches(t *testing.T) {
 	}
 
 	direct := client(t, ms...)
-	value := strings.Repeat("v", 2048) // 200 × 2 KiB: more than the slow client's window
+	value := strings.Repeat("v", 2048) // 500 × 2 KiB: more than the slow client's window and the proxy's queues
 	var revs []int64
 	for i := range puts {
 		resp, err := direct.Put(ctx, fmt.Sprintf("w/%03d", i), value)

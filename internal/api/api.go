@@ -4,8 +4,6 @@
 package api
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api/electionpb"
 	"github.com/cairnkv/cairn/internal/api/lockpb"
+	"github.com/cairnkv/cairn/internal/listen"
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/internal/servertls"
@@ -45,7 +44,7 @@ type API struct {
 	gw      gateway
 	// local is where the gateway's in-process connections reach the
 	// gRPC server.
-	local *chanListener
+	local *listen.ChanListener
 	// certUsers is --client-cert-auth: a client certificate's common name
 	// names the caller's user (certuser.go).
 	certUsers bool
@@ -115,7 +114,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	}
 	a.grpcTLS = &http.Server{Handler: a.grpc, ReadHeaderTimeout: a.http.ReadHeaderTimeout, TLSConfig: a.http.TLSConfig,
 		HTTP2: a.http.HTTP2, ErrorLog: a.http.ErrorLog}
-	a.local = newChanListener(localAddr{})
+	a.local = listen.NewChanListener(localAddr{})
 	a.metricsTLS = s.ClientTLS().Clone()
 	return a
 }
@@ -180,7 +179,7 @@ func (a *API) Serve(clientURLs []string) error {
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); a.http.Serve(ln) }()
 		default:
-			grpcL, httpL := splitListener(ln)
+			grpcL, httpL := listen.SplitHTTP2(ln)
 			a.wg.Add(2)
 			go func() { defer a.wg.Done(); a.grpc.Serve(grpcL) }()
 			go func() { defer a.wg.Done(); a.http.Serve(httpL) }()
@@ -231,7 +230,7 @@ func (a *API) listenClientURLs(urls []string) ([]clientListener, error) {
 			return nil, err
 		}
 		if plain, ok := plainAt[p.Host]; ok && secure {
-			tlsL, plainL := splitConns(ln, 1, func(head []byte) bool { return head[0] == tlsHandshakeRecord })
+			tlsL, plainL := listen.SplitConns(ln, 1, func(head []byte) bool { return head[0] == tlsHandshakeRecord })
 			out = append(out, clientListener{u, tlsL, true}, clientListener{plain, plainL, false})
 			continue
 		}
@@ -262,14 +261,10 @@ func (a *API) listen(what, u string) (ln net.Listener, secure bool, err error) {
 // dialLocal opens an in-process connection to the gRPC server.
 func (a *API) dialLocal(ctx context.Context, _ string) (net.Conn, error) {
 	client, server := net.Pipe()
-	select {
-	case a.local.conns <- server:
-		return client, nil
-	case <-a.local.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := a.local.Deliver(ctx, server); err != nil {
+		return nil, err
 	}
+	return client, nil
 }
 
 // localAddr is the address of the in-process listener.
@@ -283,7 +278,7 @@ func (a *API) Stop() {
 	for _, ln := range a.lns {
 		ln.Close()
 	}
-	a.local.close()
+	a.local.Close()
 	a.gw.stop()
 	a.grpc.Stop()
 	a.http.Close()
@@ -311,80 +306,3 @@ func (a *API) fillHeader(h **pb.ResponseHeader) {
 	*h = a.header(rev)
 }
 
-// http2Preface starts every HTTP/2 connection, hence every gRPC one.
-var http2Preface = []byte("PRI * HTTP/2.0")
-
-// splitListener hands connections that start with the HTTP/2 preface to one
-// listener and the others to a second one.
-func splitListener(ln net.Listener) (grpcL, httpL net.Listener) {
-	return splitConns(ln, len(http2Preface), func(head []byte) bool { return bytes.Equal(head, http2Preface) })
-}
-
-// splitConns sends the connections of ln whose first n bytes match to
-// one listener, the others to the other.
-func splitConns(ln net.Listener, n int, match func(head []byte) bool) (matched, rest net.Listener) {
-	g, h := newChanListener(ln.Addr()), newChanListener(ln.Addr())
-	go func() {
-		defer g.close()
-		defer h.close()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				br := bufio.NewReader(c)
-				c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				head, err := br.Peek(n)
-				c.SetReadDeadline(time.Time{})
-				if err != nil && len(head) == 0 {
-					c.Close()
-					return
-				}
-				pc := &peekedConn{Conn: c, r: br}
-				target := h
-				if len(head) == n && match(head) {
-					target = g
-				}
-				select {
-				case target.conns <- pc:
-				case <-target.done:
-					c.Close()
-				}
-			}()
-		}
-	}()
-	return g, h
-}
-
-type peekedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// chanListener accepts the connections sent on its channel.
-type chanListener struct {
-	addr  net.Addr
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) close()         { l.once.Do(func() { close(l.done) }) }
-func (l *chanListener) Close() error   { l.close(); return nil }
-func (l *chanListener) Addr() net.Addr { return l.addr }

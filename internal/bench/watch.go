@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ type benchWatchOptions struct {
 	valSize           int
 	eventTimeout      time.Duration
 	prefix            string // every watcher watches the keys under it
+	createdFile       string // written once every watcher is created
 }
 
 func newBenchWatchCommand(g Globals, o *benchOptions) *cobra.Command {
@@ -77,6 +79,7 @@ The report has three parts: watch creation, the puts, event delivery.`,
 	f.IntVar(&w.valSize, "val-size", 8, "Value size of each put (bytes, at least 8)")
 	f.StringVar(&w.prefix, "watch-prefix", "", "Watch the keys under this prefix (every watcher), and put keys under it")
 	f.DurationVar(&w.eventTimeout, "event-timeout", 30*time.Second, "How long to wait for the last events once the puts are done")
+	f.StringVar(&w.createdFile, "created-file", "", "Write this file once every watcher is created (for a script that measures the phases apart)")
 	return cmd
 }
 
@@ -172,6 +175,11 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	}
 	if creation.Failed() > 0 {
 		return fmt.Errorf("%d watchers could not be created: %v", creation.Failed(), creation.Errors)
+	}
+	if w.createdFile != "" {
+		if err := os.WriteFile(w.createdFile, nil, 0o644); err != nil {
+			return err
+		}
 	}
 
 	// Phase 2: the puts, and the events they cause.

@@ -19,6 +19,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -26,9 +27,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/cairnkv/cairn/internal/client"
 	"github.com/cairnkv/cairn/internal/grpcproxy/namespace"
+	"github.com/cairnkv/cairn/internal/listen"
 )
 
 // Config is what a proxy serves and how.
@@ -50,6 +53,9 @@ type Config struct {
 	// interval is pinged, and closed if the ping goes unanswered for the
 	// timeout (0 disables either).
 	KeepAliveInterval, KeepAliveTimeout time.Duration
+	// KeepAliveMinTime is the shortest interval between a client's pings:
+	// a client that pings more often is sent away.
+	KeepAliveMinTime time.Duration
 	// EnablePprof serves Go's profiles under /debug/pprof/.
 	EnablePprof bool
 	Log         *slog.Logger
@@ -62,6 +68,8 @@ type Proxy struct {
 	conn    grpc.ClientConnInterface
 	ns      namespacer
 	watches *sharedWatches
+	// nowReads are the reads that create watchers.
+	nowReads *nowReads
 	// keepAlives coalesces the clients' lease keep-alives.
 	keepAlives *keepAlives
 	grpc       *grpc.Server
@@ -80,6 +88,7 @@ func New(cfg Config) *Proxy {
 		log:     cfg.Log,
 	}
 	p.watches = newSharedWatches(cfg.Client, p.metrics)
+	p.nowReads = &nowReads{p: p, inFlight: map[nowReadKey]*nowRead{}}
 	p.keepAlives = newKeepAlives(p.conn)
 	p.grpc = grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
@@ -87,8 +96,19 @@ func New(cfg Config) *Proxy {
 		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
 		grpc.MaxSendMsgSize(cfg.MaxSendBytes),
 		grpc.ChainStreamInterceptor(p.metrics.interceptor),
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepAliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: orNever(cfg.KeepAliveInterval), Timeout: cfg.KeepAliveTimeout}),
 	)
 	return p
+}
+
+// orNever is d, or the longest duration for 0 (disabled).
+func orNever(d time.Duration) time.Duration {
+	if d == 0 {
+		return math.MaxInt64
+	}
+	return d
 }
 
 // Handler serves the proxy's port: gRPC (HTTP/2 requests of type
@@ -105,13 +125,23 @@ func (p *Proxy) Handler() http.Handler {
 }
 
 // Serve serves clients on l until ctx ends, and keeps the endpoints in
-// step with the member list meanwhile. It closes l.
+// step with the member list meanwhile. It closes l. In clear text, gRPC
+// connections go to the gRPC server's own transport (much faster than
+// through net/http) and the others to the HTTP paths; over TLS, both go
+// through net/http, which answers the handshake.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	srv := p.httpServer(p.Handler(), p.cfg.TLS)
 	if p.cfg.AutoSyncInterval > 0 {
 		go p.autoSync(ctx)
 	}
+	httpL := l
+	if p.cfg.TLS == nil {
+		var grpcL net.Listener
+		grpcL, httpL = listen.SplitHTTP2(l)
+		go p.grpc.Serve(grpcL)
+	}
 	stop := context.AfterFunc(ctx, func() {
+		defer l.Close()
 		p.grpc.Stop() // ends the calls in flight, watches included
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -123,11 +153,11 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	p.log.Info("started gRPC proxy", "address", l.Addr().String())
 	var err error
 	if p.cfg.TLS != nil {
-		err = srv.ServeTLS(l, "", "")
+		err = srv.ServeTLS(httpL, "", "")
 	} else {
-		err = srv.Serve(l)
+		err = srv.Serve(httpL)
 	}
-	if errors.Is(err, http.ErrServerClosed) {
+	if errors.Is(err, http.ErrServerClosed) || ctx.Err() != nil {
 		return nil
 	}
 	return err

@@ -2,15 +2,18 @@ package grpcproxy
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/client"
+	"github.com/cairnkv/cairn/internal/grpcproxy/namespace"
 )
 
 // sharedWatches opens the watches on the cluster for the proxy's
@@ -99,7 +102,7 @@ type sharedWatch struct {
 	s   *sharedWatches
 	ctx context.Context // the watcher's: its token; done when it ends
 	req *pb.WatchCreateRequest
-	out chan client.WatchResponse
+	out chan *watchResponse
 
 	mu    sync.Mutex
 	group *sharedGroup  // nil once it has a watch of its own
@@ -113,7 +116,7 @@ type sharedWatch struct {
 // Watch starts a watcher of req from req.StartRevision; current is the
 // cluster's revision read when the watcher was created.
 func (s *sharedWatches) Watch(ctx context.Context, req *pb.WatchCreateRequest, current int64) *sharedWatch {
-	m := &sharedWatch{s: s, ctx: ctx, req: req, out: make(chan client.WatchResponse, watcherQueue), next: req.StartRevision}
+	m := &sharedWatch{s: s, ctx: ctx, req: req, out: make(chan *watchResponse, watcherQueue), next: req.StartRevision}
 	key := keyOf(ctx, req)
 	s.mu.Lock()
 	var g *sharedGroup
@@ -200,19 +203,24 @@ func (g *sharedGroup) deliver(r client.WatchResponse) {
 	if n := len(g.members); n > 1 {
 		g.s.metrics.eventsCoalescing.Add(float64(n - 1))
 	}
+	shared := &watchResponse{WatchResponse: r}
 	for m := range g.members {
-		out, next := r, m.next
+		out, next := shared, m.next
 		if progress {
 			if rev := r.Header.GetRevision(); rev+1 < m.next || !(m.wantProgress || g.key.progressRequested) {
 				continue // nothing of it is the member's, or it did not ask
 			}
 			next = r.Header.GetRevision() + 1
 		} else {
-			out.Events = eventsFrom(r.Events, m.next)
-			if len(out.Events) == 0 {
-				continue
+			if evs := eventsFrom(r.Events, m.next); len(evs) < len(r.Events) {
+				if len(evs) == 0 {
+					continue
+				}
+				own := r
+				own.Events = evs
+				out = &watchResponse{WatchResponse: own}
 			}
-			next = out.Events[len(out.Events)-1].GetKv().GetModRevision() + 1
+			next = r.Events[len(r.Events)-1].GetKv().GetModRevision() + 1
 		}
 		select {
 		case m.out <- out:
@@ -295,9 +303,41 @@ func (s *sharedWatches) drop(g *sharedGroup) {
 }
 
 // Responses are the events and progress notifications of the watch, then
-// its end if the cluster ends it; closed when the watch ends. They may be
-// shared with other watchers: read only.
-func (m *sharedWatch) Responses() <-chan client.WatchResponse { return m.out }
+// its end if the cluster ends it; closed when the watch ends.
+func (m *sharedWatch) Responses() <-chan *watchResponse { return m.out }
+
+// watchResponse is a response of a watch, shared by the watchers it goes
+// to: read only.
+type watchResponse struct {
+	client.WatchResponse
+	once    sync.Once
+	encoded []byte
+}
+
+// body is the response encoded as a WatchResponse without its watch ID
+// (header, events, compact revision), the events' keys without prefix:
+// encoded once for all the watchers it goes to.
+func (r *watchResponse) body(prefix namespace.Prefix) []byte {
+	r.once.Do(func() {
+		// Cannot fail: the message has no string field set.
+		r.encoded, _ = proto.Marshal(&pb.WatchResponse{Header: r.Header, Events: stripped(r.Events, prefix), CompactRevision: r.CompactRevision})
+	})
+	return r.encoded
+}
+
+// withWatchID is a WatchResponse of body (see watchResponse.body) with the
+// watch ID id: protobuf's fields may come in any order.
+func withWatchID(id int64, body []byte) frame {
+	b := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
+	if id != 0 {
+		b = protowire.AppendTag(b, watchIDField, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(id))
+	}
+	return append(b, body...)
+}
+
+// watchIDField is the number of WatchResponse's watch_id.
+const watchIDField = 2
 
 // RequestProgress asks for a progress notification: of its own watch, or
 // of the group's, which passes it to the members that asked.
@@ -347,7 +387,7 @@ func (m *sharedWatch) finish(r client.WatchResponse) {
 	go func() {
 		defer close(m.out)
 		select {
-		case m.out <- r:
+		case m.out <- &watchResponse{WatchResponse: r}:
 		case <-m.ctx.Done():
 		}
 	}()
@@ -368,7 +408,7 @@ func (m *sharedWatch) goAlone() {
 		defer close(m.out)
 		for r := range own.Responses {
 			select {
-			case m.out <- r:
+			case m.out <- &watchResponse{WatchResponse: r}:
 			case <-m.ctx.Done():
 				return
 			}

@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/grpcproxy/namespace"
 )
 
 const watchMethod = "/etcdserverpb.Watch/Watch"
@@ -21,7 +23,10 @@ type watchStream struct {
 	stream grpc.ServerStream
 	ctx    context.Context // the cluster's side: the client's token, cancelled when the stream ends
 
-	sendMu sync.Mutex // one message at a time on stream
+	// out are the responses to send, in order: one goroutine sends them
+	// all, so that the watchers of a stream queue their responses rather
+	// than take turns on it.
+	out chan *frame
 
 	mu       sync.Mutex
 	watchers map[int64]*watcher
@@ -40,8 +45,17 @@ type watcher struct {
 // watch serves a client's Watch stream until the client ends it.
 func (p *Proxy) watch(stream grpc.ServerStream) error {
 	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	ws := &watchStream{p: p, stream: stream, ctx: outgoing(ctx), watchers: map[int64]*watcher{}}
+	ws := &watchStream{p: p, stream: stream, ctx: outgoing(ctx), watchers: map[int64]*watcher{},
+		out: make(chan *frame, streamQueue)}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		ws.sendLoop(ctx, cancel)
+	}()
+	defer func() {
+		cancel()
+		<-sent // no send once the call has returned
+	}()
 	defer ws.stopAll()
 	for {
 		req := &pb.WatchRequest{}
@@ -65,10 +79,42 @@ func (p *Proxy) watch(stream grpc.ServerStream) error {
 	}
 }
 
+// streamQueue is how many responses may wait for a client stream.
+const streamQueue = 256
+
+// send queues resp for the client; it fails once the stream has ended.
 func (ws *watchStream) send(resp *pb.WatchResponse) error {
-	ws.sendMu.Lock()
-	defer ws.sendMu.Unlock()
-	return ws.stream.SendMsg(resp)
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	return ws.sendFrame(b)
+}
+
+// sendFrame queues an encoded response for the client.
+func (ws *watchStream) sendFrame(b frame) error {
+	select {
+	case ws.out <- &b:
+		return nil
+	case <-ws.ctx.Done():
+		return ws.ctx.Err()
+	}
+}
+
+// sendLoop sends the queued responses until ctx ends; a failed send ends
+// the stream's context.
+func (ws *watchStream) sendLoop(ctx context.Context, cancel context.CancelFunc) {
+	for {
+		select {
+		case resp := <-ws.out:
+			if err := ws.stream.SendMsg(resp); err != nil {
+				cancel()
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // create starts a watcher: the cluster's current revision is read first,
@@ -94,8 +140,10 @@ func (ws *watchStream) create(cr *pb.WatchCreateRequest) error {
 	}
 	// The read is with the watcher's token over the watched range: it is
 	// the permission check of a watcher that may share a watch opened by
-	// another.
-	now, err := ws.p.client.KV.Range(ws.ctx, &pb.RangeRequest{Key: key, RangeEnd: up.RangeEnd, Limit: 1, KeysOnly: true})
+	// another. Serializable: "now" is a member's revision, as for a watch
+	// created on a member, and a thousand watchers cost the cluster no
+	// round of the leader's.
+	now, err := ws.p.nowReads.read(ws.ctx, key, up.RangeEnd)
 	if err != nil {
 		ws.release(id)
 		return ws.send(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: rpctypes.ErrorDesc(err)})
@@ -154,17 +202,21 @@ func (ws *watchStream) run(w *watcher) {
 		if r.Header != nil {
 			w.header = r.Header
 		}
-		resp := &pb.WatchResponse{Header: w.header, WatchId: w.id, Events: r.Events,
-			CompactRevision: r.CompactRevision, Canceled: r.Canceled, CancelReason: r.CancelReason}
-		if r.Canceled && resp.CancelReason == "" && r.Err != nil && r.CompactRevision == 0 {
-			resp.CancelReason = rpctypes.ErrorDesc(r.Err)
+		var err error
+		if r.Header != nil && !r.Canceled {
+			// Events or a progress notification: the same message for
+			// every watcher of the response but for the ID.
+			err = ws.sendFrame(withWatchID(w.id, r.body(ws.p.ns.prefix)))
+		} else {
+			resp := &pb.WatchResponse{Header: w.header, WatchId: w.id, Events: r.Events,
+				CompactRevision: r.CompactRevision, Canceled: r.Canceled, CancelReason: r.CancelReason}
+			if r.Canceled && resp.CancelReason == "" && r.Err != nil && r.CompactRevision == 0 {
+				resp.CancelReason = rpctypes.ErrorDesc(r.Err)
+			}
+			resp.Events = stripped(resp.Events, ws.p.ns.prefix)
+			err = ws.send(resp)
 		}
-		if ws.p.ns.on() {
-			// The events may be shared with other watchers: strip copies.
-			resp.Events = cloneEvents(resp.Events)
-			ws.p.ns.prefix.Events(resp.Events)
-		}
-		if ws.send(resp) != nil {
+		if err != nil {
 			w.cancel()
 		}
 		if r.Canceled {
@@ -228,10 +280,16 @@ func (ws *watchStream) stopAll() {
 	}
 }
 
-func cloneEvents(evs []*mvccpb.Event) []*mvccpb.Event {
+// stripped is evs with the namespace's prefix taken off their keys: copies,
+// as the events may be shared with other watchers.
+func stripped(evs []*mvccpb.Event, prefix namespace.Prefix) []*mvccpb.Event {
+	if len(prefix) == 0 || len(evs) == 0 {
+		return evs
+	}
 	out := make([]*mvccpb.Event, len(evs))
 	for i, ev := range evs {
 		out[i] = proto.Clone(ev).(*mvccpb.Event)
 	}
+	prefix.Events(out)
 	return out
 }

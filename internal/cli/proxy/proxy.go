@@ -257,6 +257,7 @@ func runGRPCProxy(ctx context.Context, cmd *cobra.Command, fl *grpcProxyFlags) e
 		MaxSendBytes:         fl.maxSendBytes,
 		MaxConcurrentStreams: fl.maxConcurrentStreams,
 		KeepAliveInterval:    fl.keepAliveInterval,
+		KeepAliveMinTime:     fl.keepAliveMinTime,
 		KeepAliveTimeout:     fl.keepAliveTimeout,
 		EnablePprof:          fl.enablePprof,
 		Log:                  log,
