@@ -305,4 +305,3 @@ func (a *API) fillHeader(h **pb.ResponseHeader) {
 	}
 	*h = a.header(rev)
 }
-
