@@ -26,9 +26,9 @@ import (
 // A watcher joins a shared watch that has not yet delivered anything at or
 // past the watcher's start revision, and gets its events from that
 // revision on; otherwise it opens a new shared watch, which later watchers
-// may join. Each watcher has a short queue: one that does not keep up
-// leaves the shared watch for a watch of its own, from the revision it
-// needs next, so that it holds back no one. All of a shared watch's
+// may join. A watcher whose client does not keep up (the queue of its
+// stream is full) leaves the shared watch for a watch of its own, from the
+// revision it needs next, so that it holds back no one. All of a shared watch's
 // watchers do the same when the cluster ends that watch for a reason that
 // is not theirs (the token of the watcher that opened it expired, say):
 // each goes on with its own token. A compaction ends them all, as it would
@@ -44,10 +44,6 @@ type sharedWatches struct {
 	mu     sync.Mutex
 	groups map[shareKey][]*sharedGroup
 }
-
-// watcherQueue is how many responses a watcher may have waiting before it
-// leaves its shared watch.
-const watcherQueue = 16
 
 func newSharedWatches(c *client.Client, m *metrics) *sharedWatches {
 	return &sharedWatches{c: c, metrics: m, groups: map[shareKey][]*sharedGroup{}}
@@ -96,13 +92,23 @@ type sharedGroup struct {
 	members  map[*sharedWatch]struct{}
 }
 
+// watchSink is where a watch's responses go, in order.
+type watchSink interface {
+	// offer queues r unless the queue is full.
+	offer(r *watchResponse) bool
+	// put queues r, waiting for room; false once the watcher has ended.
+	put(r *watchResponse) bool
+	// done says the watch has queued its last response.
+	done()
+}
+
 // sharedWatch is one watcher's watch: a member of a group until it leaves
 // for a watch of its own.
 type sharedWatch struct {
-	s   *sharedWatches
-	ctx context.Context // the watcher's: its token; done when it ends
-	req *pb.WatchCreateRequest
-	out chan *watchResponse
+	s    *sharedWatches
+	ctx  context.Context // the watcher's: its token; done when it ends
+	req  *pb.WatchCreateRequest
+	sink watchSink
 
 	mu    sync.Mutex
 	group *sharedGroup  // nil once it has a watch of its own
@@ -113,10 +119,11 @@ type sharedWatch struct {
 	wantProgress bool  // it asked for a progress notification
 }
 
-// Watch starts a watcher of req from req.StartRevision; current is the
-// cluster's revision read when the watcher was created.
-func (s *sharedWatches) Watch(ctx context.Context, req *pb.WatchCreateRequest, current int64) *sharedWatch {
-	m := &sharedWatch{s: s, ctx: ctx, req: req, out: make(chan *watchResponse, watcherQueue), next: req.StartRevision}
+// Watch starts a watch of req from req.StartRevision for sink until ctx
+// ends; current is the cluster's revision read when the watcher was
+// created.
+func (s *sharedWatches) Watch(ctx context.Context, req *pb.WatchCreateRequest, current int64, sink watchSink) *sharedWatch {
+	m := &sharedWatch{s: s, ctx: ctx, req: req, sink: sink, next: req.StartRevision}
 	key := keyOf(ctx, req)
 	s.mu.Lock()
 	var g *sharedGroup
@@ -222,13 +229,12 @@ func (g *sharedGroup) deliver(r client.WatchResponse) {
 			}
 			next = r.Events[len(r.Events)-1].GetKv().GetModRevision() + 1
 		}
-		select {
-		case m.out <- out:
+		if m.sink.offer(out) {
 			m.next = next
 			if progress {
 				m.wantProgress = false
 			}
-		default:
+		} else {
 			g.remove(m)
 			m.goAlone()
 		}
@@ -302,10 +308,6 @@ func (s *sharedWatches) drop(g *sharedGroup) {
 	}
 }
 
-// Responses are the events and progress notifications of the watch, then
-// its end if the cluster ends it; closed when the watch ends.
-func (m *sharedWatch) Responses() <-chan *watchResponse { return m.out }
-
 // watchResponse is a response of a watch, shared by the watchers it goes
 // to: read only.
 type watchResponse struct {
@@ -358,7 +360,7 @@ func (m *sharedWatch) RequestProgress() error {
 }
 
 // leave ends the watcher's membership when its context ends. Alone, its
-// own watch ends with the context and closes out.
+// own watch ends with the context.
 func (m *sharedWatch) leave() {
 	m.mu.Lock()
 	g := m.group
@@ -370,7 +372,7 @@ func (m *sharedWatch) leave() {
 	_, member := g.members[m]
 	if member {
 		g.remove(m)
-		close(m.out)
+		m.sink.done()
 	}
 	empty := len(g.members) == 0
 	g.mu.Unlock()
@@ -379,23 +381,20 @@ func (m *sharedWatch) leave() {
 	}
 }
 
-// finish gives the member the last response of its watch, then closes it.
+// finish gives the member the last response of its watch.
 func (m *sharedWatch) finish(r client.WatchResponse) {
 	m.mu.Lock()
 	m.group = nil
 	m.mu.Unlock()
 	go func() {
-		defer close(m.out)
-		select {
-		case m.out <- &watchResponse{WatchResponse: r}:
-		case <-m.ctx.Done():
-		}
+		defer m.sink.done()
+		m.sink.put(&watchResponse{WatchResponse: r})
 	}()
 }
 
 // goAlone moves the member, no longer in a group, to a watch of its own
-// from the revision it needs next, with its own token. Its queued
-// responses come first.
+// from the revision it needs next, with its own token. The responses
+// already queued come first.
 func (m *sharedWatch) goAlone() {
 	req := proto.Clone(m.req).(*pb.WatchCreateRequest)
 	req.StartRevision = m.next
@@ -405,11 +404,9 @@ func (m *sharedWatch) goAlone() {
 	own := m.own
 	m.mu.Unlock()
 	go func() {
-		defer close(m.out)
+		defer m.sink.done()
 		for r := range own.Responses {
-			select {
-			case m.out <- &watchResponse{WatchResponse: r}:
-			case <-m.ctx.Done():
+			if !m.sink.put(&watchResponse{WatchResponse: r}) {
 				return
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -26,19 +27,22 @@ type watchStream struct {
 	// out are the responses to send, in order: one goroutine sends them
 	// all, so that the watchers of a stream queue their responses rather
 	// than take turns on it.
-	out chan *frame
+	out *sendQueue
 
 	mu       sync.Mutex
 	watchers map[int64]*watcher
 	nextID   int64
 }
 
-// watcher is one watch of a client stream.
+// watcher is one watch of a client stream. Its watch queues its responses
+// on the stream (it is the watch's watchSink).
 type watcher struct {
+	ws     *watchStream
 	id     int64
+	ctx    context.Context // ended by cancel
 	cancel context.CancelFunc
-	done   chan struct{}      // closed when run returns
-	header *pb.ResponseHeader // the last one sent; run's until done
+	ended  chan struct{}                     // closed once the watch has queued its last response
+	header atomic.Pointer[pb.ResponseHeader] // of the last response queued
 	watch  *sharedWatch
 }
 
@@ -46,7 +50,7 @@ type watcher struct {
 func (p *Proxy) watch(stream grpc.ServerStream) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	ws := &watchStream{p: p, stream: stream, ctx: outgoing(ctx), watchers: map[int64]*watcher{},
-		out: make(chan *frame, streamQueue)}
+		out: newSendQueue()}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
@@ -79,9 +83,6 @@ func (p *Proxy) watch(stream grpc.ServerStream) error {
 	}
 }
 
-// streamQueue is how many responses may wait for a client stream.
-const streamQueue = 256
-
 // send queues resp for the client; it fails once the stream has ended.
 func (ws *watchStream) send(resp *pb.WatchResponse) error {
 	b, err := proto.Marshal(resp)
@@ -93,26 +94,22 @@ func (ws *watchStream) send(resp *pb.WatchResponse) error {
 
 // sendFrame queues an encoded response for the client.
 func (ws *watchStream) sendFrame(b frame) error {
-	select {
-	case ws.out <- &b:
-		return nil
-	case <-ws.ctx.Done():
-		return ws.ctx.Err()
-	}
+	return ws.out.put(ws.ctx, &b)
 }
 
 // sendLoop sends the queued responses until ctx ends; a failed send ends
 // the stream's context.
 func (ws *watchStream) sendLoop(ctx context.Context, cancel context.CancelFunc) {
 	for {
-		select {
-		case resp := <-ws.out:
-			if err := ws.stream.SendMsg(resp); err != nil {
+		batch, err := ws.out.take(ctx)
+		if err != nil {
+			return
+		}
+		for _, f := range batch {
+			if err := ws.stream.SendMsg(f); err != nil {
 				cancel()
 				return
 			}
-		case <-ctx.Done():
-			return
 		}
 	}
 }
@@ -154,17 +151,17 @@ func (ws *watchStream) create(cr *pb.WatchCreateRequest) error {
 	// The proxy's client gets whole responses; it chooses its own IDs.
 	up.WatchId, up.Fragment = 0, false
 	wctx, cancel := context.WithCancel(ws.ctx)
-	w := &watcher{id: id, cancel: cancel, done: make(chan struct{}), header: now.GetHeader()}
-	if err := ws.send(&pb.WatchResponse{Header: w.header, WatchId: id, Created: true}); err != nil {
+	w := &watcher{ws: ws, id: id, ctx: wctx, cancel: cancel, ended: make(chan struct{})}
+	w.header.Store(now.GetHeader())
+	if err := ws.send(&pb.WatchResponse{Header: now.GetHeader(), WatchId: id, Created: true}); err != nil {
 		cancel()
 		ws.release(id)
 		return err
 	}
-	w.watch = ws.p.watches.Watch(wctx, up, now.GetHeader().GetRevision())
 	ws.mu.Lock()
 	ws.watchers[id] = w
 	ws.mu.Unlock()
-	go ws.run(w)
+	w.watch = ws.p.watches.Watch(wctx, up, now.GetHeader().GetRevision(), w)
 	return nil
 }
 
@@ -176,6 +173,7 @@ func (ws *watchStream) assignID(asked int64) (int64, bool) {
 			return 0, false
 		}
 		ws.watchers[asked] = nil
+		ws.out.watchers.Add(1)
 		return asked, true
 	}
 	for {
@@ -183,6 +181,7 @@ func (ws *watchStream) assignID(asked int64) (int64, bool) {
 		ws.nextID++
 		if _, taken := ws.watchers[id]; !taken {
 			ws.watchers[id] = nil
+			ws.out.watchers.Add(1)
 			return id, true
 		}
 	}
@@ -190,41 +189,59 @@ func (ws *watchStream) assignID(asked int64) (int64, bool) {
 
 func (ws *watchStream) release(id int64) {
 	ws.mu.Lock()
-	delete(ws.watchers, id)
+	if _, ok := ws.watchers[id]; ok {
+		delete(ws.watchers, id)
+		ws.out.watchers.Add(-1)
+	}
 	ws.mu.Unlock()
 }
 
-// run passes the watch's responses to the client under the watcher's ID
-// until the watch ends.
-func (ws *watchStream) run(w *watcher) {
-	defer close(w.done)
-	for r := range w.watch.Responses() {
-		if r.Header != nil {
-			w.header = r.Header
-		}
-		var err error
-		if r.Header != nil && !r.Canceled {
-			// Events or a progress notification: the same message for
-			// every watcher of the response but for the ID.
-			err = ws.sendFrame(withWatchID(w.id, r.body(ws.p.ns.prefix)))
-		} else {
-			resp := &pb.WatchResponse{Header: w.header, WatchId: w.id, Events: r.Events,
-				CompactRevision: r.CompactRevision, Canceled: r.Canceled, CancelReason: r.CancelReason}
-			if r.Canceled && resp.CancelReason == "" && r.Err != nil && r.CompactRevision == 0 {
-				resp.CancelReason = rpctypes.ErrorDesc(r.Err)
-			}
-			resp.Events = stripped(resp.Events, ws.p.ns.prefix)
-			err = ws.send(resp)
-		}
-		if err != nil {
-			w.cancel()
-		}
-		if r.Canceled {
-			w.cancel()
-			ws.release(w.id)
-		}
+// frame is r as the client gets it, under the watcher's ID.
+func (w *watcher) frame(r *watchResponse) (frame, error) {
+	if r.Header != nil {
+		w.header.Store(r.Header)
 	}
+	if r.Header != nil && !r.Canceled {
+		// Events or a progress notification: the same message for every
+		// watcher of the response but for the ID.
+		return withWatchID(w.id, r.body(w.ws.p.ns.prefix)), nil
+	}
+	resp := &pb.WatchResponse{Header: w.header.Load(), WatchId: w.id, Events: stripped(r.Events, w.ws.p.ns.prefix),
+		CompactRevision: r.CompactRevision, Canceled: r.Canceled, CancelReason: r.CancelReason}
+	if r.Canceled && resp.CancelReason == "" && r.Err != nil && r.CompactRevision == 0 {
+		resp.CancelReason = rpctypes.ErrorDesc(r.Err)
+	}
+	return proto.Marshal(resp)
 }
+
+// offer queues r unless the stream's queue is full.
+func (w *watcher) offer(r *watchResponse) bool {
+	f, err := w.frame(r)
+	if err != nil {
+		return false
+	}
+	return w.ws.out.offer(&f)
+}
+
+// put queues r, waiting for room; false once the watcher or its stream
+// has ended. A cancellation by the cluster ends the watcher.
+func (w *watcher) put(r *watchResponse) bool {
+	f, err := w.frame(r)
+	if err != nil {
+		return false
+	}
+	if w.ws.out.put(w.ctx, &f) != nil {
+		return false
+	}
+	if r.Canceled {
+		w.cancel()
+		w.ws.release(w.id)
+	}
+	return true
+}
+
+// done says the watch has queued its last response.
+func (w *watcher) done() { close(w.ended) }
 
 // cancel ends a watcher at the client's request: no response of it
 // follows the cancellation's.
@@ -236,9 +253,9 @@ func (ws *watchStream) cancel(id int64) error {
 		return nil
 	}
 	w.cancel()
-	<-w.done
+	<-w.ended
 	ws.release(id)
-	return ws.send(&pb.WatchResponse{Header: w.header, WatchId: id, Canceled: true})
+	return ws.send(&pb.WatchResponse{Header: w.header.Load(), WatchId: id, Canceled: true})
 }
 
 // progress asks every watcher's watch for a progress notification, which
@@ -276,7 +293,7 @@ func (ws *watchStream) list() []*watcher {
 func (ws *watchStream) stopAll() {
 	for _, w := range ws.list() {
 		w.cancel()
-		<-w.done
+		<-w.ended
 	}
 }
 
