@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -266,5 +267,64 @@ func TestGRPCProxyTLS(t *testing.T) {
 	if resp, err := hc.Get("https://" + addr + "/proxy/health"); err == nil {
 		resp.Body.Close()
 		t.Error("a TLS 1.2 client was served by a proxy with --tls-min-version TLS1.3")
+	}
+}
+
+// TestGRPCProxyRegistersItself: proxies started with --resolver-prefix
+// register under it as etcd's do (the key prefix/address on a lease, the
+// value etcd's endpoint record), list each other as the members, and a
+// proxy that stops is no longer listed; a TTL below 1 is refused as etcd
+// refuses it.
+func TestGRPCProxyRegistersItself(t *testing.T) {
+	ms := newCluster(t, 1, clusterOptions{})
+	addrs := []string{testnet.FreeAddr(t), testnet.FreeAddr(t)}
+	var (
+		proxies []*member
+		listen  []string
+	)
+	for _, a := range addrs {
+		p, l := startProxy(t, "--endpoints", ms[0].curl, "--advertise-client-url", a,
+			"--resolver-prefix", "/proxies", "--resolver-ttl", "10")
+		waitLog(t, p, `"msg":"registered session with lease","addr":"`+a+`","lease-ttl":10`)
+		proxies, listen = append(proxies, p), append(listen, l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	direct := client(t, ms...)
+	got, err := direct.Get(ctx, "/proxies/"+addrs[0])
+	if err != nil || len(got.Kvs) != 1 || got.Kvs[0].Lease == 0 {
+		t.Fatalf("the registration of %s: %v %v", addrs[0], got, err)
+	}
+	if v := string(got.Kvs[0].Value); !strings.HasPrefix(v, `{"Op":0,"Addr":"`+addrs[0]+`","Metadata":"{\"name\":\"`) {
+		t.Errorf("registration value %s, want etcd's endpoint record", v)
+	}
+
+	listed := func(via *clientv3.Client) []string {
+		t.Helper()
+		resp, err := via.MemberList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var urls []string
+		for _, m := range resp.Members {
+			urls = append(urls, m.ClientURLs...)
+		}
+		return urls
+	}
+	// The advertised addresses (here not those of the listeners) are what
+	// a client is given.
+	via := proxyClient(t, listen[0], clientv3.Config{})
+	if urls := listed(via); len(urls) != 2 || !slices.Contains(urls, addrs[0]) || !slices.Contains(urls, addrs[1]) {
+		t.Errorf("member list through a proxy: %v, want the two proxies %v", urls, addrs)
+	}
+	proxies[1].stop()
+	if urls := listed(via); len(urls) != 1 || urls[0] != addrs[0] {
+		t.Errorf("member list after a proxy stopped: %v, want %v", urls, addrs[:1])
+	}
+
+	out, err := exec.Command(cairnBin, "grpc-proxy", "start", "--endpoints", ms[0].curl, "--listen-addr", testnet.FreeAddr(t),
+		"--resolver-prefix", "/proxies", "--data-dir", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "invalid resolver-ttl 0") {
+		t.Errorf("--resolver-prefix without --resolver-ttl: %v, %s", err, out)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
+const memberListMethod = "/etcdserverpb.Cluster/MemberList"
+
 // method is one RPC the proxy forwards.
 type method struct {
 	clientStream, serverStream bool
@@ -162,6 +164,13 @@ func (p *Proxy) unary(stream grpc.ServerStream, name string, m method) error {
 	}
 	if err := p.ns.request(name, req); err != nil {
 		return err
+	}
+	if name == memberListMethod && p.cfg.Register != nil {
+		resp, err := p.registeredProxies(ctx, p.cfg.Register.Prefix)
+		if err != nil {
+			return statusError(ctx, err)
+		}
+		return stream.SendMsg(resp)
 	}
 	resp := m.newResponse()
 	if err := p.conn.Invoke(outgoing(ctx), name, req, resp, grpc.ForceCodec(codec{})); err != nil {

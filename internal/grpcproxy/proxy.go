@@ -56,6 +56,9 @@ type Config struct {
 	// KeepAliveMinTime is the shortest interval between a client's pings:
 	// a client that pings more often is sent away.
 	KeepAliveMinTime time.Duration
+	// Register, when not nil, makes the proxy known under a prefix of the
+	// cluster's keys, and its MemberList lists the proxies registered there.
+	Register *Registration
 	// EnablePprof serves Go's profiles under /debug/pprof/.
 	EnablePprof bool
 	Log         *slog.Logger
@@ -133,6 +136,14 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	srv := p.httpServer(p.Handler(), p.cfg.TLS)
 	if p.cfg.AutoSyncInterval > 0 {
 		go p.autoSync(ctx)
+	}
+	if r := p.cfg.Register; r != nil {
+		registered := make(chan struct{})
+		go func() {
+			defer close(registered)
+			p.register(ctx, *r)
+		}()
+		defer func() { <-registered }()
 	}
 	httpL := l
 	if p.cfg.TLS == nil {

@@ -88,7 +88,7 @@ func Command() *cobra.Command {
 	f.StringSliceVar(&fl.endpoints, "endpoints", []string{"127.0.0.1:2379"}, "comma separated etcd cluster endpoints")
 	f.DurationVar(&fl.autoSyncInterval, "endpoints-auto-sync-interval", 0, "etcd endpoints auto sync interval (disabled by default)")
 	f.StringVar(&fl.advertiseClientURL, "advertise-client-url", "127.0.0.1:23790", "advertise address to register (must be reachable by client)")
-	f.StringVar(&fl.resolverPrefix, "resolver-prefix", "", "prefix to use for registering proxy (must be shared with other grpc-proxy members) (not supported by cairn: refused)")
+	f.StringVar(&fl.resolverPrefix, "resolver-prefix", "", "prefix to use for registering proxy (must be shared with other grpc-proxy members)")
 	f.IntVar(&fl.resolverTTL, "resolver-ttl", 0, "specify TTL, in seconds, when registering proxy endpoints")
 	f.StringVar(&fl.namespace, "namespace", "", "string to prefix to all keys for namespacing requests")
 	f.BoolVar(&fl.enablePprof, "enable-pprof", false, `Enable runtime profiling data via HTTP server. Address is at client URL + "/debug/pprof/"`)
@@ -137,8 +137,6 @@ func (fl *grpcProxyFlags) refused() error {
 	switch {
 	case fl.discoverySRV != "":
 		return fmt.Errorf("--discovery-srv: cairn's gRPC proxy does not look up DNS SRV records; give the members' client URLs with --endpoints")
-	case fl.resolverPrefix != "":
-		return fmt.Errorf("--resolver-prefix: cairn's gRPC proxy does not register itself in the cluster")
 	case fl.leasingPrefix != "":
 		return fmt.Errorf("--experimental-leasing-prefix: cairn's gRPC proxy has no leasing cache")
 	case fl.serializableOrdering:
@@ -210,6 +208,13 @@ func runGRPCProxy(ctx context.Context, cmd *cobra.Command, fl *grpcProxyFlags) e
 	if err := fl.refused(); err != nil {
 		return err
 	}
+	var register *grpcproxy.Registration
+	if fl.resolverPrefix != "" {
+		if fl.resolverTTL < 1 {
+			return fmt.Errorf("invalid resolver-ttl %d", fl.resolverTTL)
+		}
+		register = &grpcproxy.Registration{Prefix: fl.resolverPrefix, Addr: fl.advertiseClientURL, TTL: int64(fl.resolverTTL)}
+	}
 	level := slog.LevelInfo
 	if fl.debug {
 		level = slog.LevelDebug
@@ -260,6 +265,7 @@ func runGRPCProxy(ctx context.Context, cmd *cobra.Command, fl *grpcProxyFlags) e
 		KeepAliveMinTime:     fl.keepAliveMinTime,
 		KeepAliveTimeout:     fl.keepAliveTimeout,
 		EnablePprof:          fl.enablePprof,
+		Register:             register,
 		Log:                  log,
 	})
 	if metricsListener != nil {
