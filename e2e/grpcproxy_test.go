@@ -239,18 +239,24 @@ func TestGRPCProxyNamespaceAndAuth(t *testing.T) {
 }
 
 // TestGRPCProxyTLS: the proxy serves gRPC and /proxy/health over TLS with
-// client certificates, within --tls-min-version and --tls-max-version.
+// client certificates, within --tls-min-version and --tls-max-version, to
+// a cluster that wants client certificates too (--cert, --key, --cacert).
 func TestGRPCProxyTLS(t *testing.T) {
 	certs := tlstest.NewCertificates(t)
-	ms := newCluster(t, 1, clusterOptions{})
+	ms := newCluster(t, 1, clusterOptions{certs: &certs})
 	_, addr := startProxy(t, "--endpoints", ms[0].curl, "--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
-		"--trusted-ca-file", certs.CAFile, "--tls-min-version", "TLS1.3")
+		"--trusted-ca-file", certs.CAFile, "--tls-min-version", "TLS1.3",
+		"--cert", certs.ClientCert, "--key", certs.ClientKey, "--cacert", certs.CAFile)
 	clientTLS := certs.ClientConfig(t)
 	cli := proxyClient(t, addr, clientv3.Config{TLS: clientTLS})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cli.Put(ctx, "k", "v"); err != nil {
+	put, err := cli.Put(ctx, "k", "v")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if w := <-cli.Watch(ctx, "k", clientv3.WithRev(put.Header.Revision)); w.Err() != nil || len(w.Events) != 1 {
+		t.Errorf("watch through the proxy: %v %v", w.Events, w.Err())
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
 	resp, err := hc.Get("https://" + addr + "/proxy/health")
@@ -326,5 +332,57 @@ func TestGRPCProxyRegistersItself(t *testing.T) {
 		"--resolver-prefix", "/proxies", "--data-dir", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "invalid resolver-ttl 0") {
 		t.Errorf("--resolver-prefix without --resolver-ttl: %v, %s", err, out)
+	}
+}
+
+// TestGRPCProxyNamespaceIsolation: through a proxy with --namespace /a/,
+// the widest reads, deletes, watches and compares a client can make reach
+// only the keys under /a/, whatever the keys beside it are called.
+func TestGRPCProxyNamespaceIsolation(t *testing.T) {
+	ms := newCluster(t, 1, clusterOptions{})
+	_, addr := startProxy(t, "--endpoints", ms[0].curl, "--namespace", "/a/")
+	direct := client(t, ms...)
+	tenant := proxyClient(t, addr, clientv3.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	outside := []string{"/a", "/a0", "/ab/x", "/b/x", "a/x", "/", "\xff", "/a\x00"}
+	for _, k := range outside {
+		if _, err := direct.Put(ctx, k, "outside"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tenant.Put(ctx, "x", "inside"); err != nil {
+		t.Fatal(err)
+	}
+	wch := tenant.Watch(ctx, "", clientv3.WithFromKey())
+
+	all, err := tenant.Get(ctx, "\x00", clientv3.WithFromKey())
+	if err != nil || len(all.Kvs) != 1 || string(all.Kvs[0].Key) != "x" {
+		t.Fatalf("every key the tenant can read: %v %v", all.Kvs, err)
+	}
+	// A write outside, then the tenant's own: its watch sees only its own.
+	if _, err := direct.Put(ctx, "/b/x", "outside again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tenant.Put(ctx, "y", "inside"); err != nil {
+		t.Fatal(err)
+	}
+	if w := <-wch; w.Err() != nil || len(w.Events) != 1 || string(w.Events[0].Kv.Key) != "y" {
+		t.Errorf("the tenant's watch of every key: %v %v", w.Events, w.Err())
+	}
+	// A compare on a key named as one outside is a compare of the tenant's.
+	txn, err := tenant.Txn(ctx).If(clientv3.Compare(clientv3.Value("/b/x"), "=", "outside again")).Commit()
+	if err != nil || txn.Succeeded {
+		t.Errorf("a compare with a key outside: succeeded %v, %v", txn != nil && txn.Succeeded, err)
+	}
+	del, err := tenant.Delete(ctx, "\x00", clientv3.WithFromKey())
+	if err != nil || del.Deleted != 2 {
+		t.Fatalf("the tenant's delete of every key: %v %v", del, err)
+	}
+	for _, k := range outside {
+		got, err := direct.Get(ctx, k)
+		if err != nil || len(got.Kvs) != 1 {
+			t.Errorf("%q outside the namespace after the tenant's delete of every key: %v %v", k, got, err)
+		}
 	}
 }
