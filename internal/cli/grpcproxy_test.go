@@ -21,7 +21,7 @@ func TestGRPCProxyStartRefuses(t *testing.T) {
 		{[]string{"--tls-max-version", "TLS1.0"}, `tls-max-version is invalid: unexpected TLS version "TLS1.0" (must be one of: TLS1.2, TLS1.3)`},
 		{[]string{"--tls-min-version", "TLS1.3", "--tls-max-version", "TLS1.2"}, "min version (TLS1.3) is greater than max version (TLS1.2)"},
 		{[]string{"--cert-file", "x"}, "KeyFile and CertFile must both be present[key: , cert: x]"},
-		{[]string{"--resolver-prefix", "/proxies"}, "--resolver-prefix: cairn's gRPC proxy does not register itself"},
+		{[]string{"--resolver-prefix", "/proxies"}, "invalid resolver-ttl 0"},
 		{[]string{"--discovery-srv", "example.com"}, "--discovery-srv: cairn's gRPC proxy does not look up DNS SRV records"},
 	} {
 		_, stderr, code := runCairnBinary(t, append([]string{"grpc-proxy", "start"}, tc.args...)...)
