@@ -198,18 +198,46 @@ func (m *member) start() error {
 		return fmt.Errorf("start %s: %w", m.name, err)
 	}
 	exited := make(chan struct{})
+	logStart := m.logStart
 	go func() {
 		err := cmd.Wait()
 		m.mu.Lock()
 		if m.cmd == cmd && !m.stopping {
-			m.crashes = append(m.crashes, fmt.Sprintf("%s exited by itself at %s: %v", m.name,
-				time.Now().UTC().Format(time.RFC3339Nano), err))
+			m.crashes = append(m.crashes, fmt.Sprintf("%s exited by itself at %s: %v; its last words: %s", m.name,
+				time.Now().UTC().Format(time.RFC3339Nano), err, lastLogLine(m.logPath, logStart)))
 		}
 		m.mu.Unlock()
 		close(exited)
 	}()
 	m.cmd, m.exited, m.paused = cmd, exited, false
 	return nil
+}
+
+// lastLogLine is the last line a process wrote to the log at path after
+// offset from, cut to a length that fits a report.
+func lastLogLine(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const tail = 4096
+	if st, err := f.Stat(); err == nil && st.Size()-tail > from {
+		from = st.Size() - tail
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, from, tail))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 400 {
+		last = last[:400] + "..."
+	}
+	if last == "" {
+		return "(nothing)"
+	}
+	return last
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -8,7 +8,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -21,8 +24,14 @@ const (
 )
 
 var (
-	mu     sync.Mutex
-	handed = map[int]bool{} // never hand the same port out twice in a process
+	mu sync.Mutex
+	// handed holds, for each port handed out, the lock file that reserves it
+	// for this process: `go test ./...` runs packages in parallel processes,
+	// and a member killed by a fault test leaves its port free until it is
+	// restarted; another package's server must not take it meanwhile (the
+	// restart would fail, and the test's clients would talk to the intruder).
+	// The lock goes with the process.
+	handed = map[int]*os.File{}
 )
 
 // FreePort returns a port on 127.0.0.1 that was free a moment ago and that
@@ -49,22 +58,50 @@ func FreeURL(t testing.TB) string {
 }
 
 func freePort() (int, error) {
+	return freePortIn(filepath.Join(os.TempDir(), "cairn-test-ports"), lowPort, highPort)
+}
+
+// freePortIn hands out a port in low-high that no process holds a lock on in
+// lockDir and that nothing listens on.
+func freePortIn(lockDir string, low, high int) (int, error) {
 	mu.Lock()
 	defer mu.Unlock()
+	if err := os.MkdirAll(lockDir, 0o777); err != nil {
+		return 0, fmt.Errorf("port locks: %w", err)
+	}
 	for range 1000 {
-		port := lowPort + rand.IntN(highPort-lowPort+1)
-		if handed[port] {
+		port := low + rand.IntN(high-low+1)
+		if handed[port] != nil {
 			continue
+		}
+		lock, ok := reserve(lockDir, port)
+		if !ok {
+			continue // another test process holds it
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
+			lock.Close()
 			continue // taken by someone else
 		}
 		l.Close()
-		handed[port] = true
+		handed[port] = lock
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free port on 127.0.0.1 in %d-%d after 1000 tries", lowPort, highPort)
+	return 0, fmt.Errorf("no free port on 127.0.0.1 in %d-%d after 1000 tries", low, high)
+}
+
+// reserve takes port's lock in lockDir, or reports that another open file
+// (of this process or another one) holds it.
+func reserve(lockDir string, port int) (*os.File, bool) {
+	f, err := os.OpenFile(filepath.Join(lockDir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return f, true
 }
 
 // EchoServer listens on a loopback port until the test ends and, on each
