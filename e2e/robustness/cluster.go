@@ -216,28 +216,15 @@ func (m *member) start() error {
 // lastLogLine is the last line a process wrote to the log at path after
 // offset from, cut to a length that fits a report.
 func lastLogLine(path string, from int64) string {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	defer f.Close()
-	const tail = 4096
-	if st, err := f.Stat(); err == nil && st.Size()-tail > from {
-		from = st.Size() - tail
+	lines := strings.Split(strings.TrimSpace(string(b[min(from, int64(len(b))):])), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		return last[:min(len(last), 400)]
 	}
-	b, err := io.ReadAll(io.NewSectionReader(f, from, tail))
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	last := lines[len(lines)-1]
-	if len(last) > 400 {
-		last = last[:400] + "..."
-	}
-	if last == "" {
-		return "(nothing)"
-	}
-	return last
+	return "(nothing)"
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -25,7 +25,7 @@ func TestLastLogLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(long+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastLogLine(path, 0); len(got) != 403 {
-		t.Errorf("a long line is cut to 400 characters and '...', got %d", len(got))
+	if got := lastLogLine(path, 0); len(got) != 400 {
+		t.Errorf("a long line is cut to 400 characters, got %d", len(got))
 	}
 }
