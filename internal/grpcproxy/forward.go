@@ -172,13 +172,30 @@ func (p *Proxy) unary(stream grpc.ServerStream, name string, m method) error {
 		}
 		return stream.SendMsg(resp)
 	}
+	out := outgoing(ctx)
+	cacheKey, cached := "", false
+	if r, ok := req.(*pb.RangeRequest); ok {
+		if cacheKey, cached = cacheable(out, r); cached {
+			if resp, hit := p.cache.get(cacheKey); hit {
+				return stream.SendMsg(resp)
+			}
+			if p.cache.startWatch() {
+				go p.cacheWatch(p.ctx)
+			}
+		}
+	}
 	resp := m.newResponse()
-	if err := p.conn.Invoke(outgoing(ctx), name, req, resp, grpc.ForceCodec(codec{})); err != nil {
+	if err := p.conn.Invoke(out, name, req, resp, grpc.ForceCodec(codec{})); err != nil {
 		return statusError(ctx, err)
 	}
 	if err := p.ns.response(name, resp); err != nil {
 		return err
 	}
+	if cached {
+		// The answer as the client sees it; the range as the cluster does.
+		p.cache.put(cacheKey, req.(*pb.RangeRequest), resp.(*pb.RangeResponse))
+	}
+	p.cache.wrote(req, resp)
 	return stream.SendMsg(resp)
 }
 

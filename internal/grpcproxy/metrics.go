@@ -22,6 +22,9 @@ type metrics struct {
 	// watches passed to those watchers.
 	watchersCoalescing prometheus.Gauge
 	eventsCoalescing   prometheus.Counter
+	// The range cache: the answers it holds, and the serializable reads
+	// it answered and did not.
+	cacheKeys, cacheHits, cacheMisses prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -40,15 +43,14 @@ func newMetrics() *metrics {
 		Name: "etcd_grpc_proxy_events_coalescing_total", Help: "Total number of events coalescing"})
 	m.registry.MustRegister(m.started, m.handled, m.watchersCoalescing, m.eventsCoalescing,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// etcd's range cache families. The proxy has no range cache: they stay
-	// at zero, which is what they measure.
-	for _, f := range []struct{ name, help string }{
-		{"etcd_grpc_proxy_cache_keys_total", "Total number of keys/ranges cached"},
-		{"etcd_grpc_proxy_cache_hits_total", "Total number of cache hits"},
-		{"etcd_grpc_proxy_cache_misses_total", "Total number of cache misses"},
-	} {
-		m.registry.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: f.name, Help: f.help}))
-	}
+	// etcd's range cache families, gauges as etcd's.
+	m.cacheKeys = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "etcd_grpc_proxy_cache_keys_total", Help: "Total number of keys/ranges cached"})
+	m.cacheHits = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "etcd_grpc_proxy_cache_hits_total", Help: "Total number of cache hits"})
+	m.cacheMisses = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "etcd_grpc_proxy_cache_misses_total", Help: "Total number of cache misses"})
+	m.registry.MustRegister(m.cacheKeys, m.cacheHits, m.cacheMisses)
 	return m
 }
 

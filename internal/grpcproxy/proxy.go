@@ -75,9 +75,14 @@ type Proxy struct {
 	nowReads *nowReads
 	// keepAlives coalesces the clients' lease keep-alives.
 	keepAlives *keepAlives
-	grpc       *grpc.Server
-	metrics    *metrics
-	log        *slog.Logger
+	// cache answers serializable reads; its watch lives in ctx, which ends
+	// with Serve.
+	cache     *rangeCache
+	ctx       context.Context
+	stopCache context.CancelFunc
+	grpc      *grpc.Server
+	metrics   *metrics
+	log       *slog.Logger
 }
 
 // New builds a proxy of cfg.Client.
@@ -93,6 +98,8 @@ func New(cfg Config) *Proxy {
 	p.watches = newSharedWatches(cfg.Client, p.metrics)
 	p.nowReads = &nowReads{p: p, inFlight: map[nowReadKey]*nowRead{}}
 	p.keepAlives = newKeepAlives(p.conn)
+	p.cache = newRangeCache(p.metrics)
+	p.ctx, p.stopCache = context.WithCancel(context.Background())
 	p.grpc = grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
 		grpc.ForceServerCodec(codec{}),
@@ -153,6 +160,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	}
 	stop := context.AfterFunc(ctx, func() {
 		defer l.Close()
+		p.stopCache()
 		p.grpc.Stop() // ends the calls in flight, watches included
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
