@@ -238,7 +238,8 @@ func expiryOps(leases []keptLease, h *history) []op {
 // wronglyRevoked lists the kept leases lost while they should have lived.
 // A lease runs out a TTL after its last renewal, and the leader renews it
 // before it answers a keep-alive; so a lease is judged by the stretch from
-// its last answer (or its grant) to its loss. Its loss is wrong if that
+// its last answer (or its grant, or the start of a fault on its member that
+// held that answer back) to its loss. Its loss is wrong if that
 // stretch is shorter than the TTL less keepAliveMargin (a renewal promised
 // it more), or if no fault touched its member in that stretch (the member
 // could reach a quorum, and kept forwarding its keep-alives). A fault
@@ -256,7 +257,15 @@ func wronglyRevoked(leases []keptLease, recs []faultRecord) []string {
 				last, answered = a, answered+1
 			}
 		}
-		gap := time.Duration(l.Lost - last)
+		// An answer that arrives during a fault on its member, or just after,
+		// may carry a renewal made before it (held by a paused member).
+		renewed := last
+		for _, rec := range recs {
+			if names, _ := faultedMembers(rec); slices.Contains(names, l.Member) && rec.Start <= last && last <= rec.Heal+int64(keepAliveMargin) {
+				renewed = min(renewed, rec.Start)
+			}
+		}
+		gap := time.Duration(l.Lost - renewed)
 		healthy := gap <= time.Duration(l.TTL)*time.Second-keepAliveMargin
 		var touched []string
 		for _, rec := range recs {

@@ -61,6 +61,8 @@ func TestWronglyRevoked(t *testing.T) {
 			keptFor("m1", 40, 1.6, 3.2), []faultRecord{faultOn(faultMembership, "m1→m4", 3, 8)}, ""},
 		{"no answer while every member lost power",
 			keptFor("m2", 10, 1.6, 3.2), []faultRecord{faultOn(faultPowerLoss, "m1,m2,m3", 4, 5)}, ""},
+		{"its last answer held back by a pause of its member, which began 6 s before the loss",
+			keptFor("m1", 11.7, 1.6, 3.2, 4.8, 7.7), []faultRecord{faultOn(faultPause, "m1", 5.3, 7.6)}, ""},
 		{"no answer for 5.4 s, then a fault on its member",
 			keptFor("m1", 7, 1.6), []faultRecord{faultOn(faultKill, "m1", 8, 9)}, "no fault touched m1 from 1.6s"},
 	} {
