@@ -88,6 +88,10 @@ type restoreDBOptions struct {
 	cluster      *restoreCluster
 	bumpRevision uint64
 	markCompact  bool
+	// toRevision, when positive, rewinds the key space to that revision
+	// first (the report goes to rewound).
+	toRevision int64
+	rewound    *rewound
 }
 
 // rewriteRestoredDB makes the copied db the db of the first member of a new
@@ -114,6 +118,18 @@ func rewriteRestoredDB(path string, o restoreDBOptions) (rev int64, err error) {
 		return 0, fmt.Errorf("open restored db %s: %w", path, err)
 	}
 	defer db.Close()
+	if o.toRevision > 0 {
+		// Its own transaction: bbolt rebalances the emptied pages at the
+		// commit, before anything else walks the key bucket.
+		err = db.Update(func(tx *bolt.Tx) error {
+			var err error
+			*o.rewound, err = rewind(tx, o.toRevision)
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("rewrite restored db %s: %w", path, err)
+		}
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(store.BucketMeta) == nil {
 			return fmt.Errorf("the snapshot is not an etcd or cairn db: no %q bucket", store.BucketMeta)
@@ -123,6 +139,12 @@ func rewriteRestoredDB(path string, o restoreDBOptions) (rev int64, err error) {
 		}
 		if err := setRaftPosition(tx, o.cluster); err != nil {
 			return err
+		}
+		if o.toRevision > 0 {
+			var err error
+			if o.rewound.orphans, err = orphanedKeys(tx); err != nil {
+				return err
+			}
 		}
 		var err error
 		rev, err = bumpRevision(tx, o.bumpRevision, o.markCompact)

@@ -1,6 +1,7 @@
 package forensics
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ type restoreOptions struct {
 	skipHashCheck     bool
 	bumpRevision      uint64
 	markCompacted     bool
+	toRevision        int64
 }
 
 func newSnapshotRestoreCommand() *cobra.Command {
@@ -37,10 +39,19 @@ changes (new membership, raft position), WAL (one conf change entry per member) 
 --initial-cluster and --initial-cluster-token.
 
 The snapshot's sha256 trailer is checked (--skip-hash-check for a db copied out of a
-data directory). The data directory must not exist or be empty; it is built beside it
-and renamed into place, so a failure leaves nothing behind.`,
+data directory). The data directory of a stopped member can be restored from too: give
+the directory (its db has no trailer). The data directory must not exist or be empty; it
+is built beside it and renamed into place, so a failure leaves nothing behind.
+
+--to-revision R restores the store as it was at revision R, with its history up to R
+(point-in-time recovery: "someone deleted /registry at revision R+1"). R must be at or
+after the snapshot's compaction. Leases, users, roles and the cluster's settings are
+those of the snapshot: a key of revision R whose lease was revoked later keeps that
+lease's ID and never expires (the restore says how many there are).`,
 		Example: `  cairn snapshot restore backup.db --data-dir /var/lib/etcd-restored \
-    --name m1 --initial-cluster m1=http://10.0.0.1:2380 --initial-advertise-peer-urls http://10.0.0.1:2380`,
+    --name m1 --initial-cluster m1=http://10.0.0.1:2380 --initial-advertise-peer-urls http://10.0.0.1:2380
+  # the store as of revision 41200, from a stopped member's data directory
+  cairn snapshot restore /var/lib/etcd --to-revision 41200 --data-dir /var/lib/etcd-41200`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.dataDir == "" {
@@ -52,16 +63,26 @@ and renamed into place, so a failure leaves nothing behind.`,
 			if o.markCompacted && o.bumpRevision == 0 {
 				return cmderr.BadArgs("--mark-compacted is only allowed with --bump-revision > 0")
 			}
+			if o.toRevision < 0 {
+				return cmderr.BadArgs("--to-revision %d: a revision is positive", o.toRevision)
+			}
 			cluster, err := newRestoreCluster(o.name, o.initialCluster, o.token, o.advertisePeerURLs)
 			if err != nil {
 				return err
 			}
-			rev, err := restoreSnapshot(cmd, args[0], o, cluster)
+			var rw rewound
+			rev, err := restoreSnapshot(cmd, args[0], o, cluster, &rw)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Restored snapshot %s into %s: member %s (%x) of cluster %x with %d member(s), revision %d\n",
 				args[0], o.dataDir, o.name, cluster.self.ID, cluster.id, len(cluster.members), rev)
+			if o.toRevision > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "Rewound from revision %d to %d: %d entries of later revisions dropped\n", rw.from, rw.to, rw.entries)
+				if rw.orphans > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "Warning: %d key(s) of revision %d are attached to leases revoked since: they keep the lease ID and never expire\n", rw.orphans, rw.to)
+				}
+			}
 			return nil
 		},
 	}
@@ -74,13 +95,14 @@ and renamed into place, so a failure leaves nothing behind.`,
 	fs.StringVar(&o.advertisePeerURLs, "initial-advertise-peer-urls", "http://localhost:2380", "list of this member's peer URLs to advertise to the rest of the cluster")
 	fs.BoolVar(&o.skipHashCheck, "skip-hash-check", false, "ignore snapshot integrity hash value (required if copied from data directory)")
 	fs.Uint64Var(&o.bumpRevision, "bump-revision", 0, "how much to increase the latest revision after restore")
+	fs.Int64Var(&o.toRevision, "to-revision", 0, "restore the store as of this revision, with its history up to it (0: the snapshot's latest)")
 	fs.BoolVar(&o.markCompacted, "mark-compacted", false, "mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0, disallowed otherwise)")
 	return cmd
 }
 
 // restoreSnapshot builds the data directory in a temporary directory beside
 // it and renames it into place. It returns the latest revision.
-func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *restoreCluster) (rev int64, err error) {
+func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *restoreCluster, rw *rewound) (rev int64, err error) {
 	if err := checkEmptyOrAbsent(o.dataDir, "data-dir"); err != nil {
 		return 0, err
 	}
@@ -93,6 +115,13 @@ func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *resto
 				os.RemoveAll(o.walDir)
 			}
 		}()
+	}
+	// A data directory: its db, which has no trailer.
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		if file, err = resolveDBFile(file); err != nil {
+			return 0, err
+		}
+		o.skipHashCheck = true
 	}
 	// Without the hash check, the db must be shown sound before anything is
 	// written (bbolt would crash on a damaged page of the copy it opens for
@@ -123,7 +152,12 @@ func restoreSnapshot(cmd *cobra.Command, file string, o restoreOptions, c *resto
 	if err != nil {
 		return 0, err
 	}
-	rev, err = rewriteRestoredDB(dbPath(tmp), restoreDBOptions{cluster: c, bumpRevision: o.bumpRevision, markCompact: o.markCompacted})
+	rev, err = rewriteRestoredDB(dbPath(tmp), restoreDBOptions{cluster: c, bumpRevision: o.bumpRevision,
+		markCompact: o.markCompacted, toRevision: o.toRevision, rewound: rw})
+	var outside *revisionOutsideError
+	if errors.As(err, &outside) {
+		return 0, outside
+	}
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s does not hold a sound db: %w", file, err)
 	}
