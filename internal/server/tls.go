@@ -37,7 +37,9 @@ func (s *Server) setUpTLS() (memberTLS, error) {
 	if out.peer, err = serverTLS(s.cfg.PeerTLS, s.cfg.TLS, s.cfg.ListenPeerURLs, s.log); err != nil {
 		return out, err
 	}
-	out.peerDial, err = s.cfg.PeerTLS.DialConfig(s.cfg.TLS)
+	peer := s.cfg.PeerTLS
+	peer.Log = s.log
+	out.peerDial, err = peer.DialConfig(s.cfg.TLS)
 	return out, err
 }
 
@@ -59,6 +61,7 @@ func serverTLS(files servertls.Files, v servertls.Versions, urls []string, log *
 	if !https {
 		return nil, nil
 	}
+	files.Log = log // changed files that cannot be used are logged
 	return files.ServerConfig(v)
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -21,6 +22,11 @@ import (
 // Files are the TLS flags of one side of a member: the client side
 // (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth,
 // --auto-tls) or the peer side (the same flags with "peer-").
+//
+// The configurations built from them take the certificates, the CA
+// bundles and the CRL as they are on disk, read again at most once a
+// second as handshakes come: rotated files need no restart. New files
+// that cannot be used are logged and the previous ones kept.
 type Files struct {
 	// Prefix is what the flags of this side start with after "--": "" for
 	// the client side, "peer-" for the peer side. Errors name the flags.
@@ -38,8 +44,7 @@ type Files struct {
 	ClientCertFile string
 	ClientKeyFile  string
 	// CRLFile (--client-crl-file, --peer-crl-file) lists revoked
-	// certificates: a connection presenting one is refused. It is read
-	// at each handshake, so that a new list takes effect at once.
+	// certificates: a connection presenting one is refused.
 	CRLFile string
 	// AllowedCNs and AllowedHostnames (--peer-cert-allowed-cn,
 	// --peer-cert-allowed-hostname, --client-cert-allowed-hostname): a
@@ -51,6 +56,16 @@ type Files struct {
 	// SANs names the address the connection comes from (etcd checks its
 	// peers so unless --peer-skip-client-san-verification).
 	VerifyClientSAN bool
+	// Log gets the files that changed on disk and cannot be used;
+	// slog.Default() if nil.
+	Log *slog.Logger
+}
+
+func (f Files) logger() *slog.Logger {
+	if f.Log == nil {
+		return slog.Default()
+	}
+	return f.Log
 }
 
 // HasCert reports whether a certificate and its key are given.
@@ -77,24 +92,46 @@ func (f Files) Check() error {
 // CA file makes client certificates required, with or without
 // --client-cert-auth, as in etcd.
 func (f Files) ServerConfig(v Versions) (*tls.Config, error) {
-	cfg, cas, err := f.load(v)
+	cfg, cert, cas, err := f.load(v, "cert-file", "key-file")
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Certificates) == 0 {
+	if cert == nil {
 		return nil, fmt.Errorf("no --%scert-file and --%skey-file given", f.Prefix, f.Prefix)
 	}
-	cfg.ClientCAs = cas
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.current(), nil }
 	if f.ClientCertAuth || cas != nil {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if f.CRLFile != "" || len(f.AllowedCNs) > 0 || len(f.AllowedHostnames) > 0 {
-		cfg.VerifyPeerCertificate = f.verifyClient
+		var crl *reloader[map[string]bool]
+		if f.CRLFile != "" {
+			crl, err = newReloader(f.logger(), []string{"--" + f.side() + "crl-file"}, []string{f.CRLFile},
+				func(contents [][]byte, err error) (map[string]bool, error) { return f.parseCRL(contents[0], err) })
+			if err != nil {
+				return nil, err
+			}
+		}
+		cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error { return f.verifyClient(raw, crl) }
 	}
-	if f.VerifyClientSAN && cfg.ClientAuth == tls.RequireAndVerifyClientCert {
-		base := cfg.Clone()
-		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			c := base.Clone()
+	sanChecked := f.VerifyClientSAN && cfg.ClientAuth == tls.RequireAndVerifyClientCert
+	if cas == nil && !sanChecked {
+		return cfg, nil
+	}
+	// The configuration GetConfigForClient returns replaces the listener's
+	// for the handshake, application protocols included: those that
+	// net/http's ServeTLS would offer are set before it is copied.
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+	base := cfg.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		c := base.Clone()
+		if cas != nil {
+			// Go verifies client certificates, and resumed sessions, against
+			// ClientCAs, which cannot change once the listener has the
+			// configuration: each handshake gets the bundle as it is now.
+			c.ClientCAs = cas.current()
+		}
+		if sanChecked {
 			remote := hello.Conn.RemoteAddr().String()
 			c.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
 				if base.VerifyPeerCertificate != nil {
@@ -104,8 +141,8 @@ func (f Files) ServerConfig(v Versions) (*tls.Config, error) {
 				}
 				return verifySAN(raw, remote)
 			}
-			return c, nil
 		}
+		return c, nil
 	}
 	return cfg, nil
 }
@@ -155,9 +192,10 @@ func verifySAN(raw [][]byte, remote string) error {
 	return errors.New(msg)
 }
 
-// verifyClient refuses a client certificate the CRL file revokes, or one
-// that has none of the allowed common names or host names.
-func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
+// verifyClient refuses a client certificate the CRL revokes (crl is nil
+// without a CRL file), or one that has none of the allowed common names or
+// host names.
+func (f Files) verifyClient(rawCerts [][]byte, crl *reloader[map[string]bool]) error {
 	if len(rawCerts) == 0 {
 		if len(f.AllowedCNs) > 0 || len(f.AllowedHostnames) > 0 {
 			return fmt.Errorf("--%scert-allowed-cn/hostname: no client certificate", f.side())
@@ -172,11 +210,8 @@ func (f Files) verifyClient(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 		}
 		chain = append(chain, c)
 	}
-	if f.CRLFile != "" {
-		revoked, err := f.revoked()
-		if err != nil {
-			return err
-		}
+	if crl != nil {
+		revoked := crl.current()
 		for _, c := range chain {
 			if revoked[c.SerialNumber.String()] {
 				return fmt.Errorf("certificate with serial %x (%q) is revoked by --%scrl-file", c.SerialNumber, c.Subject.CommonName, f.side())
@@ -202,10 +237,14 @@ func (f Files) side() string {
 	return f.Prefix
 }
 
-// revoked returns the serial numbers (in decimal) the CRL file revokes; the
-// file is PEM or DER.
+// revoked returns the serial numbers (in decimal) the CRL file revokes.
 func (f Files) revoked() (map[string]bool, error) {
-	data, err := os.ReadFile(f.CRLFile)
+	return f.parseCRL(os.ReadFile(f.CRLFile))
+}
+
+// parseCRL returns the serial numbers (in decimal) that data, the CRL file
+// as PEM or DER, revokes; err is the error reading it.
+func (f Files) parseCRL(data []byte, err error) (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load --%scrl-file: %w", f.side(), err)
 	}
@@ -224,54 +263,129 @@ func (f Files) revoked() (map[string]bool, error) {
 }
 
 // DialConfig is the configuration a member dials its peers with: it
-// presents its own certificate (the client one, if given), if it has one, and verifies theirs against
-// the trusted CA file (the system's CAs without one); a self-signed
-// certificate of its own means the peers' are self-signed too, and not
-// verified.
+// presents its own certificate (the client one, if given), if it has one,
+// and verifies theirs against the trusted CA file (the system's CAs
+// without one); a self-signed certificate of its own means the peers' are
+// self-signed too, and not verified.
 func (f Files) DialConfig(v Versions) (*tls.Config, error) {
+	certFlag, keyFlag := "cert-file", "key-file"
 	if f.ClientCertFile != "" {
 		f.CertFile, f.KeyFile = f.ClientCertFile, f.ClientKeyFile
+		certFlag, keyFlag = "client-cert-file", "client-key-file"
 	}
-	cfg, cas, err := f.load(v)
+	cfg, cert, cas, err := f.load(v, certFlag, keyFlag)
 	if err != nil {
 		return nil, err
 	}
-	cfg.RootCAs = cas
-	cfg.InsecureSkipVerify = f.AutoTLS
+	if cert != nil {
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert.current(), nil }
+	}
+	switch {
+	case f.AutoTLS:
+		cfg.InsecureSkipVerify = true
+	case cas != nil:
+		// RootCAs cannot change once the HTTP transport holds the
+		// configuration: the peer's certificate is verified here instead,
+		// against the bundle as it is now.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return verifyServer(cs, cas.current()) }
+	}
 	return cfg, nil
 }
 
-// load returns a configuration with the versions and the certificate, if
-// one is given, and the trusted CAs, if a file is given.
-func (f Files) load(v Versions) (*tls.Config, *x509.CertPool, error) {
-	cfg, err := v.config()
-	if err != nil {
-		return nil, nil, err
+// ForHost is cfg, a DialConfig, to dial host with: its server name is host,
+// and its verification of the peer checks that the certificate is for
+// host, an IP address too (Go leaves an IP address out of the connection
+// state, as SNI does not carry it).
+func ForHost(cfg *tls.Config, host string) *tls.Config {
+	c := cfg.Clone()
+	if c.ServerName == "" {
+		c.ServerName = host
 	}
-	if err := f.Check(); err != nil {
-		return nil, nil, err
-	}
-	if f.HasCert() {
-		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load --%scert-file %s and --%skey-file %s: %w", f.Prefix, f.CertFile, f.Prefix, f.KeyFile, err)
+	if verify := c.VerifyConnection; verify != nil {
+		name := c.ServerName
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if cs.ServerName == "" {
+				cs.ServerName = name
+			}
+			return verify(cs)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
 	}
-	if f.TrustedCAFile == "" {
-		return cfg, nil, nil
-	}
-	cas, err := f.loadCAs()
-	return cfg, cas, err
+	return c
 }
 
-func (f Files) loadCAs() (*x509.CertPool, error) {
-	pem, err := os.ReadFile(f.TrustedCAFile)
+// verifyServer makes the checks Go makes of a server's certificate chain
+// without InsecureSkipVerify, with roots as RootCAs, and returns the same
+// error. The certificate must be for cs.ServerName, which ForHost sets.
+func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
+	certs := cs.PeerCertificates
+	if len(certs) == 0 {
+		return errors.New("tls: server presented no certificate")
+	}
+	if cs.ServerName == "" {
+		return errors.New("tls: no server name to verify the peer's certificate for")
+	}
+	opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := certs[0].Verify(opts); err != nil {
+		return &tls.CertificateVerificationError{UnverifiedCertificates: certs, Err: err}
+	}
+	return nil
+}
+
+// load returns a configuration with the versions, and the certificate and
+// the trusted CAs as they are on disk, each nil if its files are not
+// given. certFlag and keyFlag, after --PREFIX, name the certificate's
+// files in the log.
+func (f Files) load(v Versions, certFlag, keyFlag string) (*tls.Config, *reloader[*tls.Certificate], *reloader[*x509.CertPool], error) {
+	cfg, err := v.config()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := f.Check(); err != nil {
+		return nil, nil, nil, err
+	}
+	var cert *reloader[*tls.Certificate]
+	if f.HasCert() {
+		flags := []string{"--" + f.Prefix + certFlag, "--" + f.Prefix + keyFlag}
+		cert, err = newReloader(f.logger(), flags, []string{f.CertFile, f.KeyFile}, f.parseKeyPair)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if f.TrustedCAFile == "" {
+		return cfg, cert, nil, nil
+	}
+	cas, err := newReloader(f.logger(), []string{"--" + f.Prefix + "trusted-ca-file"}, []string{f.TrustedCAFile}, f.parseCAs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, cert, cas, nil
+}
+
+// parseKeyPair is the certificate and key files' contents as a
+// certificate; err is the error reading them.
+func (f Files) parseKeyPair(contents [][]byte, err error) (*tls.Certificate, error) {
+	var cert tls.Certificate
+	if err == nil {
+		cert, err = tls.X509KeyPair(contents[0], contents[1])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load --%scert-file %s and --%skey-file %s: %w", f.Prefix, f.CertFile, f.Prefix, f.KeyFile, err)
+	}
+	return &cert, nil
+}
+
+// parseCAs is the trusted CA file's contents as a pool; err is the error
+// reading it.
+func (f Files) parseCAs(contents [][]byte, err error) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load --%strusted-ca-file: %w", f.Prefix, err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
+	if !pool.AppendCertsFromPEM(contents[0]) {
 		return nil, fmt.Errorf("load --%strusted-ca-file: no certificate found in %s", f.Prefix, f.TrustedCAFile)
 	}
 	return pool, nil

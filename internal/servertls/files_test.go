@@ -24,8 +24,8 @@ func TestServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ClientAuth != tls.NoClientCert || len(cfg.Certificates) != 1 || cfg.MinVersion != tls.VersionTLS13 {
-		t.Errorf("without a CA: client auth %v, %d certificates, min version %x", cfg.ClientAuth, len(cfg.Certificates), cfg.MinVersion)
+	if cfg.ClientAuth != tls.NoClientCert || cfg.GetCertificate == nil || cfg.MinVersion != tls.VersionTLS13 {
+		t.Errorf("without a CA: client auth %v, a certificate %v, min version %x", cfg.ClientAuth, cfg.GetCertificate != nil, cfg.MinVersion)
 	}
 	for _, f := range []Files{
 		{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCertAuth: true},
@@ -72,12 +72,13 @@ func TestDialConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Certificates) != 1 || cfg.RootCAs == nil || cfg.InsecureSkipVerify {
-		t.Errorf("with files: %d certificates, roots %v, skip verify %v", len(cfg.Certificates), cfg.RootCAs != nil, cfg.InsecureSkipVerify)
+	// The CA file is checked by VerifyConnection, which can see a new one.
+	if cfg.GetClientCertificate == nil || cfg.VerifyConnection == nil || !cfg.InsecureSkipVerify {
+		t.Errorf("with files: a certificate %v, verified %v, skip Go's verification %v", cfg.GetClientCertificate != nil, cfg.VerifyConnection != nil, cfg.InsecureSkipVerify)
 	}
 	cfg, err = Files{}.DialConfig(Versions{})
-	if err != nil || len(cfg.Certificates) != 0 || cfg.InsecureSkipVerify {
-		t.Errorf("without files: %v, %d certificates, skip verify %v", err, len(cfg.Certificates), cfg.InsecureSkipVerify)
+	if err != nil || cfg.GetClientCertificate != nil || cfg.VerifyConnection != nil || cfg.InsecureSkipVerify {
+		t.Errorf("without files: %v, a certificate %v, custom verification %v, skip verify %v", err, cfg.GetClientCertificate != nil, cfg.VerifyConnection != nil, cfg.InsecureSkipVerify)
 	}
 }
 
@@ -132,8 +133,8 @@ func TestDialWithClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Certificates) != 1 || string(cfg.Certificates[0].Certificate[0]) != string(rawCert(t, certs.ClientCert)) {
-		t.Error("dialling with the server certificate, not the client one")
+	if cert, err := cfg.GetClientCertificate(nil); err != nil || string(cert.Certificate[0]) != string(rawCert(t, certs.ClientCert)) {
+		t.Errorf("dialling with the server certificate, not the client one (%v)", err)
 	}
 	if err := (Files{Prefix: "peer-", ClientCertFile: "c.pem"}).Check(); err == nil || !strings.Contains(err.Error(), "--peer-client-key-file and --peer-client-cert-file must both be present") {
 		t.Errorf("client cert without its key: %v", err)

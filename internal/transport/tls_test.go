@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"crypto/tls"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +61,42 @@ func TestMessagesReachPeerOverTLS(t *testing.T) {
 	defer to.mu.Unlock()
 	if len(to.got) != 1 {
 		t.Fatalf("%d messages arrived, want the one of the member with a certificate", len(to.got))
+	}
+}
+
+// A member dialling a peer by IP address refuses a certificate that does
+// not name that address, signed by a trusted CA or not.
+func TestPeerCertificateMustNameTheAddressDialled(t *testing.T) {
+	certs := tlstest.NewCertificates(t)
+	dialConfig, err := servertls.Files{Prefix: "peer-", TrustedCAFile: certs.CAFile}.DialConfig(servertls.Versions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(dialConfig, nil)
+	for _, tc := range []struct {
+		hosts []string
+		ok    bool
+	}{
+		{[]string{"127.0.0.1"}, true},
+		{[]string{"127.0.0.2", "other.example"}, false},
+	} {
+		cert, key := certs.IssueMemberFor(t, "peer", tc.hosts...)
+		serverConfig, err := servertls.Files{Prefix: "peer-", CertFile: cert, KeyFile: key}.ServerConfig(servertls.Versions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not StartTLS, which would serve httptest's own certificate.
+		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+		srv.Listener = tls.NewListener(srv.Listener, serverConfig)
+		srv.Start()
+		srv.URL = strings.Replace(srv.URL, "http:", "https:", 1)
+		resp, err := client.Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if tc.ok != (err == nil) || !tc.ok && !strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("a certificate for %v, dialled at %s: %v", tc.hosts, srv.URL, err)
+		}
+		srv.Close()
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/listen"
+	"github.com/cairnkv/cairn/internal/servertls"
 )
 
 // Paths served on the peer port.
@@ -165,18 +166,48 @@ func NewClient(tlsConfig *tls.Config, localIP net.IP) *http.Client {
 	if localIP != nil {
 		dialer.LocalAddr = &net.TCPAddr{IP: localIP}
 	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if ctx.Value(dialUnixKey{}) != nil {
+			return dialer.DialContext(ctx, "unix", addr)
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
 	return &http.Client{Transport: unixPeers{&http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if ctx.Value(dialUnixKey{}) != nil {
-				return dialer.DialContext(ctx, "unix", addr)
-			}
-			return dialer.DialContext(ctx, network, addr)
+		DialContext: dial,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialTLS(ctx, dial, tlsConfig, network, addr)
 		},
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     time.Minute,
 	}}}
+}
+
+// tlsHandshakeTimeout bounds a peer connection's TLS handshake.
+const tlsHandshakeTimeout = 5 * time.Second
+
+// dialTLS dials a peer over TLS with cfg made for the host dialled
+// (servertls.ForHost): the peer's certificate must be for that host.
+func dialTLS(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), cfg *tls.Config, network, addr string) (net.Conn, error) {
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	cfg = servertls.ForHost(cfg, host)
+	raw, err := dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	defer cancel()
+	conn := tls.Client(raw, cfg)
+	if err := conn.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // unixPeers sends a request to a unix:// (unixs://) peer URL as http
