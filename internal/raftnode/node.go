@@ -140,6 +140,22 @@ func (n *Node) Campaign() (err error) {
 	return err
 }
 
+// CampaignAsTransferee makes this follower a candidate at once, as if its
+// leader gone had handed leadership over to it: without pre-vote, and with
+// a vote request that peers grant within gone's lease, which a plain
+// Campaign's is not. Nothing happens unless the member is a follower of gone
+// or of no one.
+func (n *Node) CampaignAsTransferee(gone uint64) {
+	n.do(func(rn *raft.RawNode) {
+		st := rn.BasicStatus()
+		if st.RaftState != raft.StateFollower || st.Lead != gone && st.Lead != raft.None {
+			return
+		}
+		term := st.GetTerm()
+		rn.Step(&pb.Message{Type: pb.MessageType_MsgTimeoutNow.Enum(), From: &gone, To: &st.ID, Term: &term})
+	})
+}
+
 // Propose appends data to the log; raft.ErrProposalDropped when raft
 // refuses it (no leader, a leadership transfer under way).
 func (n *Node) Propose(data []byte) (err error) {
@@ -202,6 +218,14 @@ func (n *Node) SoleVoterReadIndex() (index uint64, ok bool) {
 // TransferLeadership asks the leader to hand leadership to transferee.
 func (n *Node) TransferLeadership(transferee uint64) {
 	n.do(func(rn *raft.RawNode) { rn.TransferLeader(transferee) })
+}
+
+// Transferring reports whether this leader is handing leadership over (it
+// drops proposals meanwhile).
+func (n *Node) Transferring() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rn.BasicStatus().LeadTransferee != raft.None
 }
 
 // ReportUnreachable tells raft that a message to peer id was not delivered.

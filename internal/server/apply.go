@@ -86,6 +86,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) error {
 	if !already {
 		s.appliedIndex, s.appliedTerm = index, e.GetTerm()
 	}
+	s.forwarded.applied(e.GetTerm())
 	return nil
 }
 

@@ -291,16 +291,16 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
+	changed := s.leaderless.Changed()
 	s.node.TransferLeadership(target)
-	t := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer t.Stop()
 	for s.leaderID.Load() != target {
 		select {
 		case <-ctx.Done():
 			return ErrTimeout
 		case <-s.stopc:
 			return ErrStopped
-		case <-t.C:
+		case <-changed:
+			changed = s.leaderless.Changed()
 		}
 	}
 	return nil
@@ -337,4 +337,28 @@ func (s *Server) HandOffLeadership() {
 		return
 	}
 	s.log.Info("transferred leadership before stopping", "from", fmt.Sprintf("%x", s.id), "to", fmt.Sprintf("%x", target), "took", time.Since(start).String())
+	s.drainProposals()
+}
+
+// drainProposals keeps a member that has just handed leadership over
+// forwarding the proposals its followers sent it before they learnt of the
+// new leader, which would otherwise be lost with it and wait for their
+// timeout: for a heartbeat interval (by then each follower has heard from
+// the new leader), then until none is held or queued, at most an election
+// timeout in all.
+func (s *Server) drainProposals() {
+	deadline := time.Now().Add(s.cfg.ElectionTimeout)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	quietFrom := time.Now().Add(s.cfg.HeartbeatInterval)
+	for now := time.Now(); now.Before(deadline); now = time.Now() {
+		if now.After(quietFrom) && s.heldProposals.Load() == 0 && s.transport.Queued() == 0 {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-s.stopc:
+			return
+		}
+	}
 }

@@ -81,13 +81,18 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, sta
 		return applyResult{}, err
 	}
 	ch := s.waiters.Register(id, proposal{req, data})
-	if err := s.node.Propose(data); err != nil {
+	lost, err := s.proposeAcrossTransfer(ctx, timeout, data)
+	if err != nil {
 		s.waiters.Cancel(id)
 		return applyResult{}, s.proposeError(err)
 	}
 	select {
 	case res := <-ch:
 		return res, nil
+	case <-lost:
+		s.waiters.Cancel(id)
+		s.proposalsFailed.Add(1)
+		return applyResult{}, ErrTimeoutDueToLeaderFail
 	case <-ctx.Done():
 		s.waiters.Cancel(id)
 		return applyResult{}, s.waitError(ctx, start)
@@ -194,6 +199,49 @@ func timeoutError(p proposalTimeout) error {
 			return ErrTimeoutDueToConnectionLost
 		}
 		return ErrTimeout
+	}
+}
+
+// proposeAcrossTransfer appends data to the log, or forwards it to the
+// leader; lost is closed if the leader it was forwarded to is found gone
+// before it is applied (forwardedLoss). raft drops proposals on a leader
+// handing leadership over and on a member that has just lost its leader
+// (before the member has seen that it did); such a proposal was appended
+// nowhere, so it waits for the next leader and is proposed again (as a
+// forwarded one is in holdProposal).
+func (s *Server) proposeAcrossTransfer(ctx context.Context, timeout <-chan struct{}, data []byte) (lost <-chan struct{}, err error) {
+	for {
+		changed := s.leaderless.Changed()
+		lead, term := s.leaderID.Load(), s.term.Load()
+		err := s.node.Propose(data)
+		if err == nil && lead != s.id {
+			return s.forwarded.lost(lead, term), nil
+		}
+		if !errors.Is(err, raft.ErrProposalDropped) {
+			return nil, err
+		}
+		if err := s.waitProposable(ctx, timeout, changed); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitProposable waits until the leader changes (changed is closed), or a
+// heartbeat interval, after which raft may have given up the transfer.
+func (s *Server) waitProposable(ctx context.Context, timeout <-chan struct{}, changed <-chan struct{}) error {
+	t := time.NewTimer(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	select {
+	case <-changed:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timeout:
+		return ErrTimeout
+	case <-s.stopc:
+		return ErrStopped
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -214,20 +215,63 @@ func (s *Server) loadSnapshot() (*raftpb.Snapshot, walfmt.Snapshot, error) {
 }
 
 // Process steps a message from a peer (transport.Raft). A proposal a
-// follower forwards that raft drops (this member has no leader, or is
-// handing leadership over) gets no answer: its proposer's request times
-// out, as with any lost proposal.
+// follower forwards that raft drops, because this member is handing
+// leadership over or has just lost it, is held until a leader is known,
+// then stepped again (holdProposal): raft appended it nowhere, and a
+// dropped proposal gets no answer, so its proposer would wait for its
+// timeout.
 func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 	if err := s.checkPeerMessage(m); err != nil {
 		return err
 	}
 	if m.GetType() == raftpb.MessageType_MsgProp {
-		if err := s.node.Step(m); err != nil {
+		changed := s.leaderless.Changed()
+		err := s.node.Step(m)
+		if errors.Is(err, raft.ErrProposalDropped) {
+			if s.heldProposals.Add(1) <= maxHeldProposals {
+				go s.holdProposal(m, changed)
+				return nil
+			}
+			s.heldProposals.Add(-1)
+		}
+		if err != nil {
 			s.proposalsFailed.Add(1)
 		}
 		return nil
 	}
 	return s.node.Step(m)
+}
+
+// maxHeldProposals bounds the forwarded proposals held at once.
+const maxHeldProposals = 4096
+
+// holdProposal steps a forwarded proposal that raft dropped again once this
+// member knows a leader and is not handing leadership over, for at most an
+// election timeout.
+func (s *Server) holdProposal(m *raftpb.Message, changed <-chan struct{}) {
+	defer s.heldProposals.Add(-1)
+	deadline := time.NewTimer(s.cfg.ElectionTimeout)
+	defer deadline.Stop()
+	retry := time.NewTicker(s.cfg.HeartbeatInterval) // a transfer raft gives up changes no leader
+	defer retry.Stop()
+	for {
+		select {
+		case <-changed:
+		case <-retry.C:
+		case <-deadline.C:
+			s.proposalsFailed.Add(1)
+			return
+		case <-s.stopc:
+			return
+		}
+		changed = s.leaderless.Changed()
+		if s.leaderID.Load() == 0 || s.node.Transferring() {
+			continue
+		}
+		if err := s.node.Step(m); !errors.Is(err, raft.ErrProposalDropped) {
+			return
+		}
+	}
 }
 
 // checkPeerMessage lets only messages between members of this cluster reach

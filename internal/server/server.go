@@ -64,8 +64,11 @@ type Server struct {
 
 	leaderID   atomic.Uint64
 	leaderless *leaderless
-	term       atomic.Uint64
-	commit     atomic.Uint64
+	forwarded  forwardedLoss
+	// heldProposals counts the forwarded proposals held (holdProposal).
+	heldProposals atomic.Int64
+	term          atomic.Uint64
+	commit        atomic.Uint64
 
 	leaderChanges   atomic.Uint64
 	proposalsFailed atomic.Uint64
@@ -193,6 +196,7 @@ func Start(cfg memberconfig.Config) (*Server, error) {
 	}
 	s.transport = transport.New(s.clusterID, s.id, s, s.openSnapshotDB, s.peerClient, s.log)
 	s.transport.OnRoundTrip = func(peer uint64, rtt time.Duration) { s.metrics.PeerRoundTrip(fmt.Sprintf("%x", peer), rtt) }
+	s.transport.OnPeerGone = s.leaderGone
 	s.transport.OnSnapshot = func(peer uint64, sent bool, took time.Duration) {
 		s.metrics.PeerSnapshot(fmt.Sprintf("%x", peer), sent, took)
 	}

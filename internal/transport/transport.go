@@ -15,9 +15,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -80,6 +83,12 @@ type Transport struct {
 	// snapshot sent to a peer or received from one, and how long it took.
 	OnRoundTrip func(peer uint64, rtt time.Duration)
 	OnSnapshot  func(peer uint64, sent bool, took time.Duration)
+	// OnPeerGone, if set, is told when a peer's process is gone: its
+	// message stream to this member broke and every URL of the peer
+	// refuses connections (nothing listens there any more). A partition,
+	// a paused process or a slow network refuses nothing and is not
+	// reported.
+	OnPeerGone func(peer uint64)
 
 	client *http.Client
 	mu     sync.RWMutex
@@ -97,6 +106,7 @@ type Transport struct {
 	from map[uint64]*fromPeer
 
 	heartbeatFailures atomic.Int64
+	stopped           atomic.Bool
 }
 
 // fromPeer counts what arrives from one peer.
@@ -309,8 +319,22 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 	}
 }
 
+// Queued returns how many messages wait to be sent, to all peers.
+func (t *Transport) Queued() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := 0
+	for _, p := range t.peers {
+		p.qmu.Lock()
+		n += len(p.queued)
+		p.qmu.Unlock()
+	}
+	return n
+}
+
 // Stop stops every peer.
 func (t *Transport) Stop() {
+	t.stopped.Store(true)
 	t.mu.Lock()
 	peers := t.peers
 	t.peers = map[uint64]*peer{}
@@ -404,6 +428,9 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	for {
 		if err := readFrame(body, &buf, 256<<20); err != nil {
+			if t.OnPeerGone != nil && !t.stopped.Load() {
+				go t.checkGone(from)
+			}
 			if err == io.EOF {
 				return
 			}
@@ -429,6 +456,75 @@ func (t *Transport) serveMessages(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	}
+}
+
+// checkGone tells OnPeerGone when every URL of the peer refuses a
+// connection. A process being killed closes its connections before its
+// listeners, so a connection accepted now is tried again a few times.
+func (t *Transport) checkGone(id uint64) {
+	t.mu.RLock()
+	p := t.peers[id]
+	t.mu.RUnlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	urls := append([]string(nil), p.urls...)
+	p.mu.Unlock()
+	if len(urls) == 0 {
+		return
+	}
+	for try := 0; ; try++ {
+		accepted := false
+		for _, u := range urls {
+			switch dialPeer(u) {
+			case dialAccepted:
+				accepted = true
+			case dialFailed:
+				return // not refused: the peer may be there, behind a partition
+			}
+		}
+		if !accepted {
+			break
+		}
+		if try == 4 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !t.stopped.Load() {
+		t.OnPeerGone(id)
+	}
+}
+
+type dialOutcome int
+
+const (
+	dialAccepted dialOutcome = iota
+	dialRefused              // nothing listens on the port (or no socket file is there)
+	dialFailed               // timed out, or another error
+)
+
+// dialPeer opens and closes a connection to a peer URL.
+func dialPeer(rawURL string) dialOutcome {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return dialFailed
+	}
+	network, addr := "tcp", u.Host
+	if listen.Unix(u.Scheme) {
+		network, addr = "unix", u.Host+u.Path
+	}
+	conn, err := net.DialTimeout(network, addr, 500*time.Millisecond)
+	switch {
+	case err == nil:
+		conn.Close()
+		return dialAccepted
+	case errors.Is(err, syscall.ECONNREFUSED), network == "unix" && errors.Is(err, os.ErrNotExist):
+		return dialRefused
+	default:
+		return dialFailed
 	}
 }
 

@@ -13,7 +13,9 @@
 // 127.0.0.1: `etcd-client-bench free-ports 6`; and for scripts/bench-scale.sh
 // it waits for a restarting member's first linearizable read and prints the
 // Unix time of its answer in nanoseconds: `etcd-client-bench first-read
-// 127.0.0.1:2379 60s`.
+// 127.0.0.1:2379 60s`; and for scripts/bench-failover.sh it signals a
+// cluster's leader under write load and measures the time until writes
+// succeed again (`etcd-client-bench failover --help`).
 package main
 
 import (
@@ -62,6 +64,9 @@ func run(args []string) error {
 	}
 	if len(args) == 3 && args[0] == "first-read" {
 		return firstRead(args[1], args[2])
+	}
+	if len(args) > 0 && args[0] == "failover" {
+		return failover(args[1:])
 	}
 	var o options
 	global := flag.NewFlagSet("etcd-client-bench", flag.ContinueOnError)
