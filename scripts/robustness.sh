@@ -52,6 +52,7 @@ table() {
       ($runs | map(.unhealthy_after_any_heal) | add),
       "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))",
       ($runs | map(.wal_mismatches // 0) | add),
+      ($runs | map(.term // 0) | sort | "\(.[length / 2 | floor]) (\(max))"),
       "\($runs | map(.wrongly_revoked_leases // 0) | add) (kept \($runs | map(.kept_leases // 0) | add), lost to faults \($runs | map((.kept_leases_lost // 0) - (.wrongly_revoked_leases // 0)) | add))",
       ($runs | map(.disk_outcomes // [] | .[]) | group_by(.kind) | map(
         "\(.[0].kind): " + (group_by(.outcome) | map("\(.[0].outcome) \(length)") | join(", ")) +
@@ -61,8 +62,8 @@ table() {
     ] | @tsv' "$1" >"$tsv"
 
   {
-    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen | mismatching WAL entries | leases revoked while kept alive | disk-eio / disk-full outcomes |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| server | runs | failed runs | faults | operations | unknown outcome | linearizability violations | checker timeouts | lost acknowledged writes | watch anomalies | members unhealthy 5 s after the last heal | ... after any heal | require-leader cancellations seen | mismatching WAL entries | raft term at the end, median (highest) | leases revoked while kept alive | disk-eio / disk-full outcomes |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$tsv"
   }
   rm -f "$tsv"

@@ -444,20 +444,24 @@ func (c *cluster) waitHealthy(timeout time.Duration, ms ...*member) []string {
 	return bad
 }
 
-// leader returns the member that the members say is the leader, or nil.
-func (c *cluster) leader() *member {
+// leader returns the member that the members say is the leader, or nil,
+// and the highest raft term they answer with.
+func (c *cluster) leader() (lead *member, term uint64) {
 	cli, err := c.client(c.list()...)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	defer cli.Close()
 	for _, m := range c.list() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		st, err := cli.Status(ctx, m.endpoint())
 		cancel()
-		if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
-			return m
+		if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId && lead == nil {
+			lead = m
+		}
+		if err == nil {
+			term = max(term, st.RaftTerm)
 		}
 	}
-	return nil
+	return lead, term
 }

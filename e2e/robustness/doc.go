@@ -20,11 +20,8 @@
 // while no fault touched its member (leases.go). RELIABILITY.md records
 // what it found.
 //
-// Asked for with -faults (they are not in "all"; "disk" is the four),
-// disk faults put each member's data dir on its own faultfs mount
-// (internal/faultfs, FUSE: they need /dev/fuse and root, and are skipped,
-// saying so, without): fsync-stall, disk-eio, disk-full and power-loss;
-// see diskfaults.go.
+// Disk faults (-faults disk, not in "all") put each member's data dir on a
+// faultfs mount (FUSE; skipped, saying so, without): see diskfaults.go.
 //
 // Built with -tags failpoints (cairn too, then), two more fault kinds arm
 // cairn's failpoints on one member: crashpoint (a crash at a step of the
@@ -32,8 +29,6 @@
 // restart) and watchdelay (watch responses held before they are sent while
 // the store is compacted every second); see scenarios_failpoints.go.
 //
-// `go test ./e2e/robustness/` runs the short version (a few runs of 25 s per
-// server). Flags (after the package, or as ROBUSTNESS_* variables) shape
-// longer runs: -seed, -runs, -duration, -faults, -server, -out,
-// -compact-every; see scripts/robustness.sh and RELIABILITY.md.
+// `go test ./e2e/robustness/` runs the short version; scripts/robustness.sh
+// and RELIABILITY.md the longer ones.
 package robustness

@@ -227,7 +227,7 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 	var m *member
 	if f.Member >= 0 {
 		m = c.list()[f.Member]
-	} else if m = c.leader(); m == nil {
+	} else if m, _ = c.leader(); m == nil {
 		m = c.list()[int(f.At)%len(c.list())]
 		rec.Note = "no leader found; the target is " + m.name
 	}
@@ -243,7 +243,7 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 		hold(ctx, f.Hold)
 		m.signal(syscall.SIGCONT)
 	case faultIsolate:
-		if f.Member < 0 || c.leader() == m {
+		if lead, _ := c.leader(); f.Member < 0 || lead == m {
 			rec.Note = "the leader"
 		}
 		for _, o := range c.list() {

@@ -23,7 +23,7 @@ const promoteTimeout = 30 * time.Second
 // replaceMember does the membership fault; it returns the names of the
 // removed and the added member.
 func (c *cluster) replaceMember(ctx context.Context) (removed, added *member, note string, err error) {
-	leader := c.leader()
+	leader, _ := c.leader()
 	if leader == nil {
 		return nil, nil, "", errors.New("no leader to change the membership through")
 	}

@@ -20,6 +20,7 @@ type result struct {
 	UnknownOps       int            `json:"unknown_ops"`
 	UnknownErrors    map[string]int `json:"unknown_errors,omitempty"` // the unknown outcomes by error message
 	FinalRev         int64          `json:"final_rev"`
+	Term             uint64         `json:"term"` // the raft term at the end: how many elections the run cost
 	Compactions      int            `json:"compactions"`
 	Linearizable     string         `json:"linearizable"` // Ok, Illegal, Unknown (checker timed out), or not checked
 	CheckTime        string         `json:"check_time"`   // how long porcupine took

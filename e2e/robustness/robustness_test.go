@@ -165,8 +165,8 @@ func TestRobustness(t *testing.T) {
 							covered = append(covered, faultKind(k))
 						}
 					}
-					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, compactions %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d (cancelled as compacted %d), unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d), mismatching WAL entries %d, kept leases %d (lost %d, wrongly revoked %d)%s",
-						server, cfg.seed, r.Ops, r.UnknownOps, r.FinalRev, r.Compactions, r.Faults, r.Linearizable, r.CheckTime, r.LostWrites,
+					t.Logf("%s seed %d: %d ops (%d unknown), final revision %d, raft term %d, compactions %d, faults %v, linearizable %s (checked in %s), lost writes %d, watch anomalies %d (cancelled as compacted %d), unhealthy after the last heal %d (after any heal %d), no-leader cancellations %d (isolations %d, missed %d), mismatching WAL entries %d, kept leases %d (lost %d, wrongly revoked %d)%s",
+						server, cfg.seed, r.Ops, r.UnknownOps, r.FinalRev, r.Term, r.Compactions, r.Faults, r.Linearizable, r.CheckTime, r.LostWrites,
 						r.WatchAnomalies, r.WatchCompacted, r.Unhealthy, r.UnhealthyAnyHeal, r.NoLeaderCancels, r.NoLeaderExpected, r.NoLeaderMissed, r.WALMismatches,
 						r.KeptLeases, r.KeptLeasesLost, r.WronglyRevokedLeases, diskSummary(r.DiskOutcomes))
 					if err := appendResult(*flagOut, r); err != nil {

@@ -251,6 +251,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	}
 	a.Final = final
 	r.FinalRev = final.Rev
+	_, r.Term = c.leader()
 	if g := final.gaps(); len(g) > 0 {
 		fail("the final history has no events at revisions %v", head(g, 20))
 	}
