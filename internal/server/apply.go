@@ -86,7 +86,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) error {
 	if !already {
 		s.appliedIndex, s.appliedTerm = index, e.GetTerm()
 	}
-	s.forwarded.applied(e.GetTerm())
+	s.forwarded.Applied(e.GetTerm())
 	return nil
 }
 

@@ -1,91 +1,17 @@
 package server
 
-import (
-	"runtime/debug"
-	"runtime/metrics"
-	"time"
-)
+import "github.com/cairnkv/cairn/internal/idlememory"
 
-// Go keeps the heap it has freed mapped, up to its next collection goal:
-// twice the live heap by default. A member that took a burst of writes (a
-// load of a million keys, say) would go on holding twice the memory of its
-// data while nothing happens. Once the member has served no request for
-// idleMemoryAfter, and it holds at least idleMemoryMinSpare of heap beyond
-// what the last collection found live, that heap is given back to the
-// operating system, once per quiet spell: a full collection, while the
-// member has nothing else to do.
-const (
-	idleMemoryAfter    = 2 * time.Second
-	idleMemoryMinSpare = 64 << 20
-)
-
-// idleMemoryLoop runs until the member stops.
+// idleMemoryLoop gives the heap a burst of requests left behind back to the
+// operating system once the member is idle (idlememory.Run), until
+// it stops.
 func (s *Server) idleMemoryLoop() {
 	defer s.wg.Done()
-	tick := time.NewTicker(idleMemoryAfter / 2)
-	defer tick.Stop()
-	idle := newIdleSpell(s.requestsSeen(), time.Now())
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case now := <-tick.C:
-			if !idle.due(s.requestsSeen(), now) {
-				continue
-			}
-			if b := spareHeap(); b >= idleMemoryMinSpare {
-				debug.FreeOSMemory()
-				s.log.Debug("gave the spare heap of an idle member back to the operating system", "bytes", b)
-			}
-		}
-	}
-}
-
-// spareHeap is the heap Go holds, not yet given back to the operating
-// system, beyond the live heap of the last collection: free spans, and
-// objects allocated since, most of them garbage a collection would free.
-// The free spans alone are not the measure: a load that ends long after
-// the last collection leaves its garbage counted as objects until the
-// next, which an idle member may never reach.
-func spareHeap() uint64 {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-	}
-	metrics.Read(samples)
-	held := samples[0].Value.Uint64() + samples[1].Value.Uint64()
-	return held - min(held, samples[2].Value.Uint64())
+	idlememory.Run(s.stopc, s.requestsSeen, s.log)
 }
 
 // requestsSeen counts the store's operations and watch events so far.
 func (s *Server) requestsSeen() int64 {
 	st := s.storeStats
 	return st.Puts.Load() + st.Deletes.Load() + st.Ranges.Load() + st.Txns.Load() + st.EventsSent.Load()
-}
-
-// idleSpell tells when a member has been quiet for idleMemoryAfter, once
-// per quiet spell.
-type idleSpell struct {
-	requests int64
-	since    time.Time
-	told     bool
-}
-
-func newIdleSpell(requests int64, now time.Time) *idleSpell {
-	return &idleSpell{requests: requests, since: now}
-}
-
-// due is told the count of requests at now, and reports whether the spell
-// has just lasted idleMemoryAfter.
-func (i *idleSpell) due(requests int64, now time.Time) bool {
-	if requests != i.requests {
-		i.requests, i.since, i.told = requests, now, false
-		return false
-	}
-	if i.told || now.Sub(i.since) < idleMemoryAfter {
-		return false
-	}
-	i.told = true
-	return true
 }

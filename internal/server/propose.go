@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/leaderwatch"
 )
 
 // requestTimeout bounds every proposal, whatever the client's deadline, as
@@ -144,67 +145,22 @@ func (s *Server) waitError(ctx context.Context, start time.Time) error {
 			voters = append(voters, m.ID)
 		}
 	}
-	return timeoutError(proposalTimeout{
-		start: start, elected: s.leaderless.Elected(), election: s.cfg.ElectionTimeout,
-		self: s.id, lead: s.leaderID.Load(), voters: voters, activeSince: s.transport.ActiveSince,
-	})
-}
-
-// proposalTimeout is what this member knows, when a proposal times out,
-// of what may have lost it.
-type proposalTimeout struct {
-	start    time.Time     // when the proposal started
-	elected  time.Time     // when this member learnt of its current (or last) leader
-	election time.Duration // the election timeout
-	self     uint64
-	lead     uint64   // the leader now; 0: none
-	voters   []uint64 // the voting members, self included
-	// activeSince is since when a peer's messages have reached this member
-	// without a break; zero while they do not.
-	activeSince func(peer uint64) time.Time
-}
-
-// timeoutError is the error of a proposal that timed out, as etcd answers:
-//   - it started in the two election timeouts (longer than an election
-//     takes) before the current leader took over: it was likely lost with
-//     the previous leader, ErrTimeoutDueToLeaderFail;
-//   - the member leads and has not heard from a quorum of voters without a
-//     break since the proposal started, or follows a leader it has not heard
-//     from without a break since then: ErrTimeoutDueToConnectionLost;
-//   - else (no leader now, among others) ErrTimeout.
-func timeoutError(p proposalTimeout) error {
-	if p.start.Before(p.elected) && p.start.After(p.elected.Add(-2*p.election)) {
+	cause := leaderwatch.ProposalTimeout{
+		Start: start, Elected: s.leaderless.Elected(), Election: s.cfg.ElectionTimeout,
+		Self: s.id, Lead: s.leaderID.Load(), Voters: voters, ActiveSince: s.transport.ActiveSince,
+	}.Cause()
+	switch cause {
+	case leaderwatch.LeaderFailed:
 		return ErrTimeoutDueToLeaderFail
+	case leaderwatch.ConnectionLost:
+		return ErrTimeoutDueToConnectionLost
 	}
-	heardSince := func(peer uint64) bool {
-		t := p.activeSince(peer)
-		return !t.IsZero() && !t.After(p.start)
-	}
-	switch p.lead {
-	case 0:
-		return ErrTimeout
-	case p.self:
-		heard := 0
-		for _, id := range p.voters {
-			if id == p.self || heardSince(id) {
-				heard++
-			}
-		}
-		if heard <= len(p.voters)/2 {
-			return ErrTimeoutDueToConnectionLost
-		}
-		return ErrTimeout
-	default:
-		if !heardSince(p.lead) {
-			return ErrTimeoutDueToConnectionLost
-		}
-		return ErrTimeout
-	}
+	return ErrTimeout
 }
 
 // proposeAcrossTransfer appends data to the log, or forwards it to the
 // leader; lost is closed if the leader it was forwarded to is found gone
-// before it is applied (forwardedLoss). raft drops proposals on a leader
+// before it is applied (leaderwatch.Forwarded). raft drops proposals on a leader
 // handing leadership over and on a member that has just lost its leader
 // (before the member has seen that it did); such a proposal was appended
 // nowhere, so it waits for the next leader and is proposed again (as a
@@ -215,7 +171,7 @@ func (s *Server) proposeAcrossTransfer(ctx context.Context, timeout <-chan struc
 		lead, term := s.leaderID.Load(), s.term.Load()
 		err := s.node.Propose(data)
 		if err == nil && lead != s.id {
-			return s.forwarded.lost(lead, term), nil
+			return s.forwarded.Lost(lead, term), nil
 		}
 		if !errors.Is(err, raft.ErrProposalDropped) {
 			return nil, err
@@ -233,9 +189,7 @@ func (s *Server) waitProposable(ctx context.Context, timeout <-chan struct{}, ch
 	defer t.Stop()
 	select {
 	case <-changed:
-		return nil
 	case <-t.C:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timeout:
@@ -243,6 +197,7 @@ func (s *Server) waitProposable(ctx context.Context, timeout <-chan struct{}, ch
 	case <-s.stopc:
 		return ErrStopped
 	}
+	return nil
 }
 
 // proposeError turns a proposal that raft did not take (err from

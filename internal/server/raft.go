@@ -250,15 +250,14 @@ const maxHeldProposals = 4096
 // election timeout.
 func (s *Server) holdProposal(m *raftpb.Message, changed <-chan struct{}) {
 	defer s.heldProposals.Add(-1)
-	deadline := time.NewTimer(s.cfg.ElectionTimeout)
-	defer deadline.Stop()
+	deadline := time.After(s.cfg.ElectionTimeout)
 	retry := time.NewTicker(s.cfg.HeartbeatInterval) // a transfer raft gives up changes no leader
 	defer retry.Stop()
 	for {
 		select {
 		case <-changed:
 		case <-retry.C:
-		case <-deadline.C:
+		case <-deadline:
 			s.proposalsFailed.Add(1)
 			return
 		case <-s.stopc:

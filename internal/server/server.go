@@ -21,6 +21,7 @@ import (
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/autocompact"
 	"github.com/cairnkv/cairn/internal/confhistory"
+	"github.com/cairnkv/cairn/internal/leaderwatch"
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/metrics"
@@ -64,7 +65,7 @@ type Server struct {
 
 	leaderID   atomic.Uint64
 	leaderless *leaderless
-	forwarded  forwardedLoss
+	forwarded  leaderwatch.Forwarded
 	// heldProposals counts the forwarded proposals held (holdProposal).
 	heldProposals atomic.Int64
 	term          atomic.Uint64

@@ -1,0 +1,88 @@
+package leaderwatch
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Forwarded tells the proposals a follower forwarded to a leader whose
+// process is gone that they will not be applied, as soon as that is known,
+// rather than let them wait for their timeout. Once the member applies an
+// entry of a later term, its new leader has committed everything of the
+// gone leader's that it ever will: a proposal forwarded to the gone leader
+// and not applied by then is lost (short of a copy of it still in flight to
+// a restarted member, which the error etcd answers, "possibly due to
+// previous leader failure", allows for).
+type Forwarded struct {
+	// cur are the proposals forwarded under the leader and term of the
+	// last one (read without the lock, for every proposal forwarded).
+	cur atomic.Pointer[lossEpoch]
+	// gone are those forwarded to a leader reported gone, until a later
+	// term's entry is applied; goneTerm its term, 0 when there is none (read
+	// at every entry applied).
+	mu       sync.Mutex
+	gone     *lossEpoch
+	goneTerm atomic.Uint64
+}
+
+type lossEpoch struct {
+	lead, term uint64
+	lost       chan struct{}
+}
+
+// Lost returns a channel closed when proposals forwarded to lead at term
+// are known to be lost.
+func (f *Forwarded) Lost(lead, term uint64) <-chan struct{} {
+	if c := f.cur.Load(); c != nil && c.lead == lead && c.term == term {
+		return c.lost
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if g := f.gone; g != nil && g.lead == lead && g.term == term {
+		return g.lost
+	}
+	c := f.cur.Load()
+	if c == nil || c.lead != lead || c.term != term {
+		c = &lossEpoch{lead: lead, term: term, lost: make(chan struct{})}
+		f.cur.Store(c)
+	}
+	return c.lost
+}
+
+// LeaderGone marks the proposals forwarded to lead at term.
+func (f *Forwarded) LeaderGone(lead, term uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.cur.Load(); c != nil && c.lead == lead && c.term == term {
+		if f.gone != nil {
+			close(f.gone.lost) // an earlier leader's: a later term has begun
+		}
+		f.gone = c
+		f.cur.Store(nil)
+		f.goneTerm.Store(term)
+	}
+}
+
+// Applied is told the term of each entry applied.
+func (f *Forwarded) Applied(term uint64) {
+	if t := f.goneTerm.Load(); t == 0 || term <= t {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone != nil && term > f.gone.term {
+		close(f.gone.lost)
+		f.gone = nil
+		f.goneTerm.Store(0)
+	}
+}
+
+// CampaignTurn is the turn of voter self to campaign when the leader gone's
+// process is gone: the voters but gone, in the order of their IDs, take
+// turns, so that their votes do not split. -1 if self is not among them.
+func CampaignTurn(voters []uint64, gone, self uint64) int {
+	order := slices.DeleteFunc(slices.Clone(voters), func(id uint64) bool { return id == gone })
+	slices.Sort(order)
+	return slices.Index(order, self)
+}
