@@ -69,6 +69,7 @@ for sig in $SIGNALS; do
     path=.${m%%:*}
     echo "| $sig: ${m#*:} | $(med "etcd-$sig" "$path") ms | $(med "cairn-$sig" "$path") ms | $(ratio "cairn-$sig" "etcd-$sig" "$path") |"
   done
+  echo "| $sig: puts that failed, all rounds | $(total "etcd-$sig" .failed) | $(total "cairn-$sig" .failed) | |"
   echo "| $sig: puts lost or applied twice | $(total "etcd-$sig" '.lost + .duplicated') | $(total "cairn-$sig" '.lost + .duplicated') | |"
 done
 echo
