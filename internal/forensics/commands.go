@@ -13,11 +13,11 @@ import (
 )
 
 // Commands are the offline tools that are commands of their own:
-// dump-logs, wal, dump-db and hashkv. They read a data directory or file
-// with no member running, and never write to their input, except `wal
-// repair`, which says what it changed.
+// dump-logs, wal, dump-db, hashkv and migrate. They read a data directory or
+// file with no member running, and never write to their input, except `wal
+// repair` and `migrate`, which say what they changed.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{newDumpLogsCommand(), newWALCommand(), newDumpDBCommand(), newHashKVCommand()}
+	return []*cobra.Command{newDumpLogsCommand(), newWALCommand(), newDumpDBCommand(), newHashKVCommand(), newMigrateCommand()}
 }
 
 // SnapshotCommands are the offline subcommands of snapshot: status and
