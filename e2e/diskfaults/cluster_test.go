@@ -79,8 +79,8 @@ type cluster struct {
 func startCluster(t *testing.T, bin string) *cluster { return startClusterOn(t, bin, 1) }
 
 // startClusterOn is startCluster with the data dirs spread over n fresh
-// mounts (1 or 3): member i's on c.mounts[i%n].
-func startClusterOn(t *testing.T, bin string, n int) *cluster {
+// mounts (1 or 3): member i's on c.mounts[i%n], and extra flags for each.
+func startClusterOn(t *testing.T, bin string, n int, extra ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, bin: bin}
@@ -107,6 +107,7 @@ func startClusterOn(t *testing.T, bin string, n int) *cluster {
 			"--listen-client-urls", m.curl, "--advertise-client-urls", m.curl,
 			"--listen-peer-urls", m.purl, "--initial-advertise-peer-urls", m.purl,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new"}
+		m.args = append(m.args, extra...)
 	}
 	t.Cleanup(func() {
 		for _, m := range c.members {

@@ -57,6 +57,7 @@ and reads the data directories of cairn and etcd members offline
 	addMirrorCommand(root, g)
 	addCompletionCommand(root)
 	addForensicsCommands(root)
+	attachLiveDiagnose(root, g)
 	addToGroup(root, serverGroup, serve.NewCommand())
 	addToGroup(root, serverGroup, newGatewayCommand())
 	addToGroup(root, serverGroup, proxy.Command())

@@ -1,7 +1,7 @@
 // Package metrics reads a member's Prometheus metrics at /metrics on its
 // client URL, for the commands that report what only the metrics say:
 // check datascale (the member's memory), endpoint status (since when a
-// member has not been heard from).
+// member has not been heard from), diagnose (disks, peers, quota).
 package metrics
 
 import (
@@ -47,6 +47,12 @@ type Sample struct {
 // Samples returns the samples of the family name. Label values are read as
 // the members write theirs (IDs, names): without commas or escaped quotes.
 func (r *Reader) Samples(ctx context.Context, name string) ([]Sample, error) {
+	fams, err := r.Families(ctx, name)
+	return fams[name], err
+}
+
+// Families returns the samples of each family of names, read at once.
+func (r *Reader) Families(ctx context.Context, names ...string) (map[string][]Sample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
 		return nil, err
@@ -59,18 +65,20 @@ func (r *Reader) Samples(ctx context.Context, name string) ([]Sample, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", r.url, resp.Status)
 	}
-	var samples []Sample
+	fams := map[string][]Sample{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		if s, ok := parseSample(sc.Text(), name); ok {
-			samples = append(samples, s)
+		for _, name := range names {
+			if s, ok := parseSample(sc.Text(), name); ok {
+				fams[name] = append(fams[name], s)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return samples, nil
+	return fams, nil
 }
 
 // parseSample reads a line of the text format, `name value` or
