@@ -2,7 +2,7 @@
 # Prepares etcd v3.7.3's e2e suite (tests/e2e and tests/common -tags e2e)
 # under $E2E_WS (default ${TMPDIR:-/tmp}/etcd-e2e), and two bin dirs:
 #   $E2E_WS/bin-etcd : real etcd/etcdctl/etcdutl 3.7.3
-#   $E2E_WS/bin-cairn: etcd = shim -> `cairn serve`, real etcdctl/etcdutl
+#   $E2E_WS/bin-cairn: etcd = a link to cairn (E2E_SHIM=script: the shim -> `cairn serve`), real etcdctl/etcdutl
 # Env: CAIRN_BIN (cairn binary; default: build ./cmd/cairn of this repository),
 # ETCD_REF_DIR (reference etcd 3.7.3 tools; default: scripts/reference-etcd.sh).
 set -euo pipefail
@@ -81,8 +81,10 @@ mkdir -p bin-etcd bin-cairn
 for b in etcd etcdctl etcdutl; do ln -sfn "$ETCD_REF_DIR/$b" "bin-etcd/$b"; done
 for b in etcdctl etcdutl; do ln -sfn "$ETCD_REF_DIR/$b" "bin-cairn/$b"; done
 rm -f bin-cairn/etcd
-if [ "${E2E_SHIM:-script}" = symlink ]; then
-  # cairn started under the name etcd must behave as etcd's binary
+if [ "${E2E_SHIM:-symlink}" = symlink ]; then
+  # cairn started under the name etcd must behave as etcd's binary (etcd
+  # --version, etcd grpc-proxy start, etcd gateway start), as where an
+  # installation's etcd is replaced by a link to cairn
   ln -s "$CAIRN_BIN" bin-cairn/etcd
 else
   sed "s#@CAIRN@#$CAIRN_BIN#" "$HERE/shim/etcd" > bin-cairn/etcd; chmod +x bin-cairn/etcd
