@@ -67,11 +67,25 @@ func TestHealthEndpoints(t *testing.T) {
 // changed", over gRPC (Unavailable, which clients retry elsewhere) and in
 // /readyz (etcd's TestHTTPLivezReadyzHandler/network_partitioned asks for
 // it), not with the "no leader" of a read that finds no leader at once.
+// The member that reads is the leader: it leads on until it sees it has
+// lost its quorum (a follower whose leader stopped would campaign at once).
 func TestReadWhenTheLeaderIsLostDuringIt(t *testing.T) {
-	ms := startInProcess(t, 3, func(cfg *memberconfig.Config) {
+	all := startInProcess(t, 3, func(cfg *memberconfig.Config) {
 		cfg.HeartbeatInterval, cfg.ElectionTimeout = 50*time.Millisecond, time.Second
 	})
-	m := ms[0]
+	var m *inProcessMember
+	var ms []*inProcessMember // the leader first
+	for _, x := range all {
+		if x.s.Leader() == x.s.ID() {
+			m = x
+			ms = append([]*inProcessMember{x}, ms...)
+		} else {
+			ms = append(ms, x)
+		}
+	}
+	if m == nil {
+		t.Fatal("no member leads")
+	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	kv := pb.NewKVClient(m.dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
