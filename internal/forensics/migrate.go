@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
@@ -19,38 +18,17 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cliutil/cmderr"
 	"github.com/cairnkv/cairn/internal/etcdlog"
+	"github.com/cairnkv/cairn/internal/version"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
 
-// minor is an etcd version as "X.Y".
-type minor struct{ major, minor int }
-
-func (v minor) String() string { return fmt.Sprintf("%d.%d", v.major, v.minor) }
-func (v minor) full() string   { return fmt.Sprintf("%d.%d.0", v.major, v.minor) }
-func (v minor) less(w minor) bool {
-	return v.major < w.major || v.major == w.major && v.minor < w.minor
-}
-
 // The storage layouts migrate knows: 3.5 (no storageVersion in the meta
 // bucket) to 3.7 (cairn's, etcd 3.7's), which differ in that key only.
 var (
-	oldestLayout = minor{3, 5}
-	newestLayout = minor{3, 7}
+	oldestLayout = version.Minor{Major: 3, Minor: 5}
+	newestLayout = version.Minor{Major: 3, Minor: 7}
 )
-
-var versionPrefix = regexp.MustCompile(`^(\d+)\.(\d+)`)
-
-// parseMinor reads "X.Y" from the start of s ("3.6", "3.6.0").
-func parseMinor(s string) (minor, bool) {
-	m := versionPrefix.FindStringSubmatch(s)
-	if m == nil {
-		return minor{}, false
-	}
-	x, _ := strconv.Atoi(m[1])
-	y, _ := strconv.Atoi(m[2])
-	return minor{x, y}, true
-}
 
 func newMigrateCommand() *cobra.Command {
 	var dataDir, target string
@@ -85,16 +63,19 @@ func migrate(w io.Writer, dataDir, targetArg string, force bool) error {
 	if !regexp.MustCompile(`^\d+\.\d+$`).MatchString(targetArg) {
 		return cmderr.BadArgs(`wrong target version format, expected "X.Y", got %q`, targetArg)
 	}
-	target, _ := parseMinor(targetArg)
-	if target.less(oldestLayout) {
+	target, err := version.ParseMinor(targetArg)
+	if err != nil {
+		return cmderr.BadArgs(`wrong target version format, expected "X.Y", got %q`, targetArg)
+	}
+	if target.Less(oldestLayout) {
 		return cmderr.BadArgs(`target version %q not supported. Minimal "3.5"`, targetArg)
 	}
 	path := dbPath(dataDir)
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
-	if newestLayout.less(target) {
-		return fmt.Errorf("cannot create migration plan: version %q is not supported", target.full())
+	if newestLayout.Less(target) {
+		return fmt.Errorf("cannot create migration plan: version %q is not supported", target.Full())
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: dbLockTimeout})
 	if err != nil {
@@ -109,13 +90,13 @@ func migrate(w io.Writer, dataDir, targetArg string, force bool) error {
 		log.Info("storage version up-to-date", "storage-version", target.String())
 		return nil
 	}
-	if target.less(current) {
+	if target.Less(current) {
 		walVersion, err := walMinimalVersion(walDir(dataDir))
 		if err != nil {
 			return fmt.Errorf("failed to read wal: %w", err)
 		}
-		if target.less(walVersion) {
-			err := fmt.Errorf("cannot downgrade storage, WAL contains newer entries, as the target version (%s) is lower than the version (%s) detected from WAL logs", target.full(), walVersion.full())
+		if target.Less(walVersion) {
+			err := fmt.Errorf("cannot downgrade storage, WAL contains newer entries, as the target version (%s) is lower than the version (%s) detected from WAL logs", target.Full(), walVersion.Full())
 			if !force {
 				return err
 			}
@@ -123,21 +104,21 @@ func migrate(w io.Writer, dataDir, targetArg string, force bool) error {
 		}
 	}
 	for v := current; v != target; {
-		if v.less(target) {
-			v.minor++
+		if v.Less(target) {
+			v.Minor++
 		} else {
-			v.minor--
+			v.Minor--
 		}
 		if err := setStorageVersion(db, v); err != nil {
 			return err
 		}
-		log.Info("updated storage version", "new-storage-version", v.full())
+		log.Info("updated storage version", "new-storage-version", v.Full())
 	}
 	return nil
 }
 
 // storageVersion reads the db's storage version: 3.5 when it has none.
-func storageVersion(db *bolt.DB) (minor, error) {
+func storageVersion(db *bolt.DB) (version.Minor, error) {
 	v := oldestLayout
 	err := db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(store.BucketMeta)
@@ -148,8 +129,8 @@ func storageVersion(db *bolt.DB) (minor, error) {
 		if raw == nil {
 			return nil
 		}
-		var ok bool
-		if v, ok = parseMinor(string(raw)); !ok || newestLayout.less(v) {
+		var err error
+		if v, err = version.ParseMinor(string(raw)); err != nil || newestLayout.Less(v) {
 			return fmt.Errorf("cannot create migration plan: version %q is not supported", raw)
 		}
 		return nil
@@ -159,21 +140,21 @@ func storageVersion(db *bolt.DB) (minor, error) {
 
 // setStorageVersion writes v as the db's storage version; 3.5's layout has
 // none.
-func setStorageVersion(db *bolt.DB, v minor) error {
+func setStorageVersion(db *bolt.DB, v version.Minor) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(store.BucketMeta)
 		if v == oldestLayout {
 			return b.Delete(store.MetaStorageVersion)
 		}
-		return b.Put(store.MetaStorageVersion, []byte(v.full()))
+		return b.Put(store.MetaStorageVersion, []byte(v.Full()))
 	})
 }
 
 // walMinimalVersion is the oldest etcd release that knows every entry of
 // the WAL in dir: for each request, the newest version etcd's API
 // annotates among the messages, fields and enum values it uses.
-func walMinimalVersion(dir string) (minor, error) {
-	newest := minor{3, 0}
+func walMinimalVersion(dir string) (version.Minor, error) {
+	newest := version.Minor{Major: 3}
 	d, err := walfmt.OpenDecoder(dir, walfmt.DecoderOptions{})
 	if err != nil {
 		return newest, err
@@ -198,7 +179,7 @@ func walMinimalVersion(dir string) (minor, error) {
 		if proto.Unmarshal(e.GetData(), req) != nil {
 			continue // a v2 request, older than any annotation
 		}
-		if v := messageVersion(req.ProtoReflect()); newest.less(v) {
+		if v := messageVersion(req.ProtoReflect()); newest.Less(v) {
 			newest = v
 		}
 	}
@@ -206,16 +187,16 @@ func walMinimalVersion(dir string) (minor, error) {
 
 // messageVersion is the newest version annotated on m's message type, the
 // fields set in it and their values, recursively.
-func messageVersion(m protoreflect.Message) minor {
+func messageVersion(m protoreflect.Message) version.Minor {
 	newest := annotated(m.Descriptor().Options(), versionpb.E_EtcdVersionMsg)
 	if r, ok := m.Interface().(*etcdserverpb.DowngradeVersionTestRequest); ok {
-		if v, ok := parseMinor(r.GetVer()); ok && newest.less(v) {
+		if v, err := version.ParseMinor(r.GetVer()); err == nil && newest.Less(v) {
 			newest = v // the test request stands for an entry of its version
 		}
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
 		for _, v := range fieldVersions(fd, val) {
-			if newest.less(v) {
+			if newest.Less(v) {
 				newest = v
 			}
 		}
@@ -224,8 +205,8 @@ func messageVersion(m protoreflect.Message) minor {
 	return newest
 }
 
-func fieldVersions(fd protoreflect.FieldDescriptor, val protoreflect.Value) []minor {
-	vs := []minor{annotated(fd.Options(), versionpb.E_EtcdVersionField)}
+func fieldVersions(fd protoreflect.FieldDescriptor, val protoreflect.Value) []version.Minor {
+	vs := []version.Minor{annotated(fd.Options(), versionpb.E_EtcdVersionField)}
 	value := func(v protoreflect.Value) {
 		switch fd.Kind() {
 		case protoreflect.MessageKind, protoreflect.GroupKind:
@@ -257,11 +238,11 @@ func fieldVersions(fd protoreflect.FieldDescriptor, val protoreflect.Value) []mi
 
 // annotated reads a version annotation ("3.5") of etcd's API from opts;
 // 3.0 when there is none.
-func annotated(opts protoreflect.ProtoMessage, ext protoreflect.ExtensionType) minor {
+func annotated(opts protoreflect.ProtoMessage, ext protoreflect.ExtensionType) version.Minor {
 	if s, ok := proto.GetExtension(opts, ext).(string); ok {
-		if v, ok := parseMinor(s); ok {
+		if v, err := version.ParseMinor(s); err == nil {
 			return v
 		}
 	}
-	return minor{3, 0}
+	return version.Minor{Major: 3}
 }

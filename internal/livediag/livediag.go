@@ -17,6 +17,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cairnkv/cairn/internal/cliutil/metrics"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // Input is what was gathered.
@@ -261,7 +262,7 @@ func Judge(in Input) Report {
 		size, inUse := m.After.DBSize, m.After.DBSizeInUse
 		quota := int64(gauge(m.MetricsAfter, Quota))
 		free := size - inUse
-		evidence := fmt.Sprintf("db %s, in use %s, quota %s", bytes(size), bytes(inUse), bytes(quota))
+		evidence := fmt.Sprintf("db %s, in use %s, quota %s", printer.HumanBytes(size), printer.HumanBytes(inUse), printer.HumanBytes(quota))
 		nearQuota := quota > 0 && float64(size) >= quotaShare*float64(quota)
 		fragmented := size > 0 && float64(free) >= freeShare*float64(size) && free >= freeBytes
 		switch {
@@ -271,7 +272,7 @@ func Judge(in Input) Report {
 		case nearQuota:
 			add(Warning, evidence, "db of %s is %.0f%% of its quota and little of it is free: compact, or raise --quota-backend-bytes", m.Name, pct(size, quota))
 		case fragmented:
-			add(Info, evidence, "db of %s has %.0f%% of its file free (%s): a defragmentation would give it back", m.Name, pct(free, size), bytes(free))
+			add(Info, evidence, "db of %s has %.0f%% of its file free (%s): a defragmentation would give it back", m.Name, pct(free, size), printer.HumanBytes(free))
 		}
 		if fragmented {
 			defrag = append(defrag, m.Name)
@@ -514,15 +515,3 @@ func pct(a, b int64) float64 {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", msFloat(d)) }
 
 func msFloat(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func bytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 )
 
 // WriteText writes the report for a person: a line on the cluster, a row
@@ -23,7 +25,7 @@ func (r Report) WriteText(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f ms\t%.1f ms\t%s\t%s\n", m.Name, m.ID, m.Endpoint, m.Role,
-			m.RaftIndex, m.AppliedIndex, m.Lag, bytes(m.DBSize), bytes(m.DBSizeInUse), bytes(m.Quota), m.FsyncP99MS, m.CommitP99MS, m.Version, m.HashKV)
+			m.RaftIndex, m.AppliedIndex, m.Lag, printer.HumanBytes(m.DBSize), printer.HumanBytes(m.DBSizeInUse), printer.HumanBytes(m.Quota), m.FsyncP99MS, m.CommitP99MS, m.Version, m.HashKV)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
