@@ -144,9 +144,16 @@ func startCluster(t *testing.T, n int) []*Server {
 // TestProposalTakenThenLeaderLostIsATimeout: a proposal raft took may still
 // commit, so when it is not applied in time the answer is a timeout (outcome
 // unknown), never ErrNoLeader (which says: not proposed, send it elsewhere),
-// even if the member has lost its leader by then.
+// even if the member has lost its leader by then. The survivor is the
+// leader: it takes the proposal and leads on until it sees its quorum gone
+// (a follower whose leader stopped would campaign at once, and drop it).
 func TestProposalTakenThenLeaderLostIsATimeout(t *testing.T) {
 	ss := startCluster(t, 3)
+	for i, s := range ss {
+		if s.Leader() == s.ID() {
+			ss[0], ss[i] = ss[i], ss[0]
+		}
+	}
 	ss[1].Stop()
 	ss[2].Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
