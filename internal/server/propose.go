@@ -167,7 +167,6 @@ func (s *Server) waitError(ctx context.Context, start time.Time) error {
 // forwarded one is in holdProposal).
 func (s *Server) proposeAcrossTransfer(ctx context.Context, timeout <-chan struct{}, data []byte) (lost <-chan struct{}, err error) {
 	for {
-		changed := s.leaderless.Changed()
 		lead, term := s.leaderID.Load(), s.term.Load()
 		err := s.node.Propose(data)
 		if err == nil && lead != s.id {
@@ -176,15 +175,17 @@ func (s *Server) proposeAcrossTransfer(ctx context.Context, timeout <-chan struc
 		if !errors.Is(err, raft.ErrProposalDropped) {
 			return nil, err
 		}
-		if err := s.waitProposable(ctx, timeout, changed); err != nil {
+		if err := s.waitProposable(ctx, timeout); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// waitProposable waits until the leader changes (changed is closed), or a
-// heartbeat interval, after which raft may have given up the transfer.
-func (s *Server) waitProposable(ctx context.Context, timeout <-chan struct{}, changed <-chan struct{}) error {
+// waitProposable waits, after raft dropped a proposal, until the leader
+// changes or a heartbeat interval has passed (a change that came between
+// the drop and the wait, or a transfer raft gave up, is seen then).
+func (s *Server) waitProposable(ctx context.Context, timeout <-chan struct{}) error {
+	changed := s.leaderless.Changed()
 	t := time.NewTimer(s.cfg.HeartbeatInterval)
 	defer t.Stop()
 	select {

@@ -225,11 +225,10 @@ func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 		return err
 	}
 	if m.GetType() == raftpb.MessageType_MsgProp {
-		changed := s.leaderless.Changed()
 		err := s.node.Step(m)
 		if errors.Is(err, raft.ErrProposalDropped) {
 			if s.heldProposals.Add(1) <= maxHeldProposals {
-				go s.holdProposal(m, changed)
+				go s.holdProposal(m)
 				return nil
 			}
 			s.heldProposals.Add(-1)
@@ -246,10 +245,11 @@ func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 const maxHeldProposals = 4096
 
 // holdProposal steps a forwarded proposal that raft dropped again once this
-// member knows a leader and is not handing leadership over, for at most an
-// election timeout.
-func (s *Server) holdProposal(m *raftpb.Message, changed <-chan struct{}) {
+// member knows a leader and is not handing leadership over (checked at each
+// change of leader and heartbeat), for at most an election timeout.
+func (s *Server) holdProposal(m *raftpb.Message) {
 	defer s.heldProposals.Add(-1)
+	changed := s.leaderless.Changed()
 	deadline := time.After(s.cfg.ElectionTimeout)
 	retry := time.NewTicker(s.cfg.HeartbeatInterval) // a transfer raft gives up changes no leader
 	defer retry.Stop()
