@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func wantVerdict(t *testing.T, report string, wants ...string) {
 // TestDiagnoseNamesWhatIsWrong stages five conditions on clusters of
 // cairn and of etcd 3.7.3 and checks that `cairn diagnose --endpoints`
 // names each: healthy, a member killed, a member whose disk is slow, a db
-// near its quota and mostly free, and a learner (caught up: it can be
-// promoted).
+// near its quota and mostly free, and a learner, caught up (it can be
+// promoted) and then behind.
 func TestDiagnoseNamesWhatIsWrong(t *testing.T) {
 	for srv, bin := range binaries(t) {
 		t.Run(srv, func(t *testing.T) {
@@ -113,11 +114,21 @@ func TestDiagnoseNamesWhatIsWrong(t *testing.T) {
 				report, _ := c.diagnose(c.members[0], time.Second)
 				wantVerdict(t, report, "WARNING", "of its quota", "free: defragment m1")
 			})
-			t.Run("learner", func(t *testing.T) {
+			t.Run("learner caught up, then behind", func(t *testing.T) {
 				c := startCluster(t, bin(t))
 				l := c.addLearner()
 				report, _ := c.diagnose(c.members[0], time.Second)
 				wantVerdict(t, report, "learner "+l.name, "caught up: it can be promoted")
+				// The learner's next WAL fsync stalls for longer than the
+				// writes and the diagnosis take: it falls behind by all of them.
+				c.fs.Set(faultfs.Faults{FsyncDelay: 15 * time.Second, Only: c.onMember(l)})
+				defer c.fs.Set(faultfs.Faults{})
+				c.putMany(c.members[0], 3000)
+				report, code := c.diagnose(c.members[0], time.Second)
+				if code == 0 {
+					t.Error("exit 0 with a learner behind")
+				}
+				wantVerdict(t, report, "WARNING", "learner "+l.name+" lags", "entries behind the leader")
 			})
 		})
 	}
@@ -173,5 +184,31 @@ func (c *cluster) addLearner() *member {
 			c.t.Fatalf("learner %s not answering after 30s: %v", l.name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// putMany puts n keys through member m from 32 writers and fails the
+// test at the first failed put.
+func (c *cluster) putMany(m *member, n int) {
+	c.t.Helper()
+	cli := c.client(m)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make(chan error, 32)
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := w; i < n; i += 32 {
+				if _, err := cli.Put(ctx, fmt.Sprint("many/", i), "v"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		c.t.Fatal(err)
 	}
 }

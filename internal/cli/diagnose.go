@@ -88,9 +88,9 @@ func gatherLive(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster 
 		return in, err
 	}
 	type sample struct {
-		status  *pb.StatusResponse
-		metrics map[string][]metrics.Sample
-		err     error
+		status *pb.StatusResponse
+		scrape metrics.Scrape
+		err    error
 	}
 	take := func() ([]sample, error) {
 		return forEachEndpoint(cmd, g, c, eps, func(ctx context.Context, ep string, conn grpc.ClientConnInterface) sample {
@@ -98,8 +98,8 @@ func gatherLive(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster 
 			if err != nil {
 				return sample{err: err}
 			}
-			fams, err := metrics.NewReader(ep, tlsCfg, g.commandTimeout()).Families(ctx, livediag.Families...)
-			return sample{status: st, metrics: fams, err: err}
+			scrape, err := metrics.NewReader(ep, tlsCfg, g.commandTimeout()).Scrape(ctx, livediag.Families...)
+			return sample{status: st, scrape: scrape, err: err}
 		})
 	}
 	before, err := take()
@@ -151,7 +151,8 @@ func gatherLive(cmd *cobra.Command, g *globalOptions, c *client.Client, cluster 
 			m.Err = b.err.Error()
 		default:
 			m.Before, m.After = livediag.FromStatus(b.status), livediag.FromStatus(a.status)
-			m.MetricsBefore, m.MetricsAfter = b.metrics, a.metrics
+			m.MetricsBefore, m.MetricsAfter = b.scrape.Families, a.scrape.Families
+			m.Clock = b.scrape.Clock.Intersect(a.scrape.Clock)
 			m.ID = a.status.GetHeader().GetMemberId()
 			m.Learner = a.status.GetIsLearner()
 		}

@@ -78,6 +78,15 @@ func (f Gates) Enabled(name string) bool {
 	return featureDefaults[name]
 }
 
+// Known reports whether name is a gate a member knows.
+func Known(name string) bool {
+	_, ok := featureDefaults[name]
+	return ok
+}
+
+// Default is a gate's default.
+func Default(name string) bool { return featureDefaults[name] }
+
 // betaFeatures are the gates etcd 3.7.3 has at the beta stage; the others
 // are alpha.
 var betaFeatures = map[string]bool{"AllBeta": true, "FastLeaseKeepAlive": true, "TxnModeWriteWithSharedBuffer": true}

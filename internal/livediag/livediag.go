@@ -43,6 +43,8 @@ type Member struct {
 	HashRevision, CompactRevision int64
 	Hash                          uint32
 	HashErr                       string
+	// Clock bounds its clock minus the clock of the machine that gathered.
+	Clock metrics.ClockOffset
 }
 
 // Status is what a member's Status call answers.
@@ -78,10 +80,11 @@ const (
 	PeerSentFailures  = "etcd_network_peer_sent_failures_total"
 	SnapshotReceiving = "etcd_network_snapshot_receive_inflights_total"
 	ProposalsFailed   = "etcd_server_proposals_failed_total"
+	FeatureEnabled    = "etcd_server_feature_enabled"
 )
 
 // Families are the metric families to gather.
-var Families = []string{WALFsync, BackendCommit, LeaderChanges, Quota, PeerRoundTrip, PeerSentFailures, SnapshotReceiving, ProposalsFailed}
+var Families = []string{WALFsync, BackendCommit, LeaderChanges, Quota, PeerRoundTrip, PeerSentFailures, SnapshotReceiving, ProposalsFailed, FeatureEnabled}
 
 // Thresholds of the verdicts.
 const (
@@ -92,6 +95,7 @@ const (
 	slowFsync         = 100 * time.Millisecond // WAL fsync p99 above this: the disk is the bottleneck
 	slowCommit        = 250 * time.Millisecond // backend commit p99 above this
 	slowPeerRoundTrip = 100 * time.Millisecond // peer round trip p99 above this
+	clockSkew         = time.Second            // members' clocks at least this far apart are skewed (etcd's peers warn from 1 s)
 )
 
 // Severity orders verdicts: problems first.
@@ -328,6 +332,9 @@ func Judge(in Input) Report {
 			add(Warning, "", "%s reports: %s", m.Name, e)
 		}
 	}
+
+	judgeClocks(up, add)
+	judgeFeatureGates(up, add)
 
 	// Versions.
 	versions := map[string][]string{}

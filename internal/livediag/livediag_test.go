@@ -115,6 +115,26 @@ func TestJudge(t *testing.T) {
 		}, Warning, []string{"m1 fails to send to m3", "12 failed sends"}, false},
 		{"a leader change", func(in *Input) { in.Members[1].After.Term = 3 }, Warning, []string{"the leader changed during the 5s sampled"}, false},
 		{"versions differ", func(in *Input) { in.Members[2].After.Version = "3.6.16" }, Info, []string{"different versions", "3.6.16: m3"}, true},
+		{"a clock ahead", func(in *Input) {
+			for i := range in.Members {
+				in.Members[i].Clock = clock(-300*time.Millisecond, 700*time.Millisecond)
+			}
+			in.Members[2].Clock = clock(3200*time.Millisecond, 4100*time.Millisecond)
+		}, Warning, []string{"the clock of m3 is at least 2.5 s ahead of m1's"}, false},
+		{"clocks that may agree", func(in *Input) {
+			in.Members[0].Clock = clock(-300*time.Millisecond, 700*time.Millisecond)
+			in.Members[1].Clock = clock(500*time.Millisecond, 1600*time.Millisecond)
+		}, Info, []string{"healthy"}, true},
+		{"feature gates differ", func(in *Input) {
+			for i := range in.Members {
+				in.Members[i].MetricsAfter = map[string][]metrics.Sample{FeatureEnabled: gates(i == 1)}
+			}
+		}, Warning, []string{"disagree on feature gate CompactHashCheck", "on: m2; off: m1, m3"}, false},
+		{"feature gates away from their defaults", func(in *Input) {
+			for i := range in.Members {
+				in.Members[i].MetricsAfter = map[string][]metrics.Sample{FeatureEnabled: gates(true)}
+			}
+		}, Info, []string{"feature gates away from their defaults on every member: CompactHashCheck=true"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cluster()
@@ -143,5 +163,25 @@ func TestRedactLeavesNoNameOrAddress(t *testing.T) {
 		if strings.Contains(b.String(), secret) {
 			t.Errorf("the redacted report holds %q:\n%s", secret, b.String())
 		}
+	}
+}
+
+func clock(low, high time.Duration) metrics.ClockOffset {
+	return metrics.ClockOffset{Low: low, High: high, Known: true}
+}
+
+// gates is etcd_server_feature_enabled as a member exports it, with
+// CompactHashCheck on or off and the other gates at their defaults.
+func gates(compactHashCheck bool) []metrics.Sample {
+	on := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	return []metrics.Sample{
+		{Labels: map[string]string{"name": "CompactHashCheck", "stage": "ALPHA"}, Value: on(compactHashCheck)},
+		{Labels: map[string]string{"name": "FastLeaseKeepAlive", "stage": "BETA"}, Value: 1},
+		{Labels: map[string]string{"name": "LeaseCheckpoint", "stage": "ALPHA"}, Value: 0},
 	}
 }

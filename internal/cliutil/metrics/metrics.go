@@ -53,17 +53,63 @@ func (r *Reader) Samples(ctx context.Context, name string) ([]Sample, error) {
 
 // Families returns the samples of each family of names, read at once.
 func (r *Reader) Families(ctx context.Context, names ...string) (map[string][]Sample, error) {
+	s, err := r.Scrape(ctx, names...)
+	return s.Families, err
+}
+
+// A Scrape is one read of the metrics: the samples of the families asked
+// for, and what it tells of the member's clock.
+type Scrape struct {
+	Families map[string][]Sample
+	// Clock bounds the member's clock minus this machine's: the member
+	// wrote its Date header (whole seconds) between Sent and Received.
+	Clock ClockOffset
+}
+
+// ClockOffset is an interval that holds a member's clock minus this
+// machine's; the zero value knows nothing.
+type ClockOffset struct {
+	Low, High time.Duration
+	Known     bool
+}
+
+// Intersect narrows o by another reading of the same clock (readings at
+// different fractions of a second narrow it below the Date header's one
+// second).
+func (o ClockOffset) Intersect(p ClockOffset) ClockOffset {
+	switch {
+	case !p.Known:
+		return o
+	case !o.Known:
+		return p
+	}
+	n := ClockOffset{Low: max(o.Low, p.Low), High: min(o.High, p.High), Known: true}
+	if n.Low > n.High { // the clock moved between the readings: keep the last
+		return p
+	}
+	return n
+}
+
+// Scrape reads the families of names at once, and the member's clock.
+func (r *Reader) Scrape(ctx context.Context, names ...string) (Scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
-		return nil, err
+		return Scrape{}, err
 	}
+	sent := time.Now()
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return nil, err
+		return Scrape{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", r.url, resp.Status)
+		return Scrape{}, fmt.Errorf("GET %s: %s", r.url, resp.Status)
+	}
+	var clock ClockOffset
+	if date, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+		// The member's time was in [date, date+1s) at some instant of
+		// [sent, received] here.
+		clock = ClockOffset{Low: date.Sub(time.Now()), High: date.Add(time.Second).Sub(sent), Known: true}
 	}
 	fams := map[string][]Sample{}
 	sc := bufio.NewScanner(resp.Body)
@@ -76,9 +122,9 @@ func (r *Reader) Families(ctx context.Context, names ...string) (map[string][]Sa
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return Scrape{}, err
 	}
-	return fams, nil
+	return Scrape{Families: fams, Clock: clock}, nil
 }
 
 // parseSample reads a line of the text format, `name value` or

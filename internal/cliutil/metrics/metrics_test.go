@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -35,5 +36,35 @@ peer_since{Local="a",Remote="c"} 12
 	}
 	if got, err := NewReader(srv.URL+"/nothing", nil, time.Second).Samples(context.Background(), "x"); err == nil {
 		t.Errorf("a missing /metrics read as %+v", got)
+	}
+}
+
+// TestScrapeReadsTheMembersClock serves a Date header ahead of this
+// machine's clock by a random offset and checks that the interval read
+// holds it, and that readings intersected still hold it.
+func TestScrapeReadsTheMembersClock(t *testing.T) {
+	offset := time.Duration(rand.Int64N(int64(20*time.Second))) - 10*time.Second
+	t.Logf("offset %s", offset)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", time.Now().Add(offset).UTC().Format(http.TimeFormat))
+		fmt.Fprintln(w, "x 1")
+	}))
+	defer srv.Close()
+	r := NewReader(srv.URL, nil, 5*time.Second)
+	var clock ClockOffset
+	for i := range 5 {
+		s, err := r.Scrape(context.Background(), "x")
+		if err != nil || len(s.Families["x"]) != 1 {
+			t.Fatalf("scrape: %+v, %v", s, err)
+		}
+		c := s.Clock
+		if !c.Known || c.Low > offset || c.High < offset || c.High-c.Low > 2*time.Second {
+			t.Fatalf("reading %d: [%s, %s] for an offset of %s", i, c.Low, c.High, offset)
+		}
+		clock = clock.Intersect(c)
+		if clock.Low > offset || clock.High < offset {
+			t.Fatalf("after %d readings: [%s, %s] for an offset of %s", i+1, clock.Low, clock.High, offset)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond)))) // readings at other fractions of a second
 	}
 }
