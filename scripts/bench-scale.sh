@@ -21,6 +21,13 @@
 #   full      FULL concurrent ranges of every key with its value (the
 #             answer of each some 290 MB): the member's peak RSS while they
 #             run (VmHWM, reset before them), and their mean latency
+#   pages     every key listed in pages of PAGE_LIMIT (500) as kube-apiserver
+#             lists a resource: each page starting after the last key of the
+#             one before, all at the revision of the first page, each page's
+#             count (the keys left) checked; LISTS (3) lists, one after the
+#             other, while PAGE_WRITES (100) puts a second change keys of the
+#             first page (the pages read an older revision than the member's):
+#             each page's latency (p50, p99) and a whole list's time
 #   defrag    half the keys deleted ([\x80, \xc0): the numbers whose low 7
 #             bits are below 64) and compacted away, then a defrag while
 #             puts go on at DEFRAG_RATE a second: how long the defrag took,
@@ -35,6 +42,7 @@
 #   bash scripts/bench-scale.sh                 # ROUNDS=3 KEYS=1000000 TXN_OPS=10 COUNTS=20 RANGES=50 DEFRAG_RATE=500
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
+#   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
 #
 # Servers, ports and data directories as in scripts/bench-side-by-side.sh,
 # whose functions this script uses.
@@ -48,9 +56,12 @@ COUNTS=${COUNTS:-20}
 RANGES=${RANGES:-50}
 TXN_OPS=${TXN_OPS:-10}
 DEFRAG_RATE=${DEFRAG_RATE:-500}
+PAGE_LIMIT=${PAGE_LIMIT:-500}
+LISTS=${LISTS:-3}
+PAGE_WRITES=${PAGE_WRITES:-100}
 ONLY=${ONLY:-}
-if [[ -n $ONLY && $ONLY != defrag ]]; then
-  echo "ONLY=$ONLY: the one step that runs alone is defrag" >&2
+if [[ -n $ONLY && $ONLY != defrag && $ONLY != pages ]]; then
+  echo "ONLY=$ONLY: the steps that run alone are defrag and pages" >&2
   exit 2
 fi
 FULL=${FULL:-8}
@@ -146,6 +157,16 @@ defrag() {
     "slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-defrag-puts.$round.json") s"
 }
 
+# pages ROUND KIND: LISTS lists of every key in pages, kept as
+# KIND-pages.ROUND.json.
+pages() {
+  local round=$1 kind=$2
+  "$ETCDCLIENT" pages --endpoints "$ENDPOINTS" --limit "$PAGE_LIMIT" --lists "$LISTS" --write-rate "$PAGE_WRITES" \
+    "${ALL[@]}" >"$RESULTS/$kind-pages.$round.json"
+  jq -r '"#   pages of \(.limit): p50 \(.page_p50_seconds * 100000 | round / 100) ms, p99 \(.page_p99_seconds * 100000 | round / 100) ms; a list of \(.keys) keys in \(.list_median_seconds * 100 | round / 100) s; \(.puts_meanwhile) puts meanwhile"' \
+    "$RESULTS/$kind-pages.$round.json" >&2
+}
+
 measure_round() {
   local kind=$1 round=$2 start
   start_cluster "$kind" 1
@@ -154,6 +175,11 @@ measure_round() {
     txn-put --txn-ops "$TXN_OPS" --key-size 8 --val-size 256 --sequential-keys --key-space-size "$KEYS" \
     >"$RESULTS/$kind-load.$round.json"
   log "  loaded $KEYS keys in $((SECONDS - start)) s; $(count_of "${ALL[@]}") counted, $(count_of "$LO" "$HI") in the 10,000-key range"
+  if [[ $ONLY == pages ]]; then
+    pages "$round" "$kind"
+    stop_servers
+    return
+  fi
   if [[ $ONLY != defrag ]]; then
     sleep 1 # the last batch commits
     rss "$kind-rss-load" "$round"
@@ -162,6 +188,7 @@ measure_round() {
     bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
     bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
     bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
+    pages "$round" "$kind"
     rss "$kind-rss-after" "$round"
     restart "$round" "$kind" KILL restart-kill
     restart "$round" "$kind" TERM restart-term
@@ -196,6 +223,15 @@ echo
 echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
 echo "|---|---|---|---|"
 if [[ $ONLY != defrag ]]; then
+  for row in "page_p50_seconds:a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50" \
+    "page_p99_seconds:the same: p99"; do
+    path=.${row%%:*}
+    echo "| ${row#*:} | $(ms "$(median etcd-pages "$path")") | $(ms "$(median cairn-pages "$path")") | $(paired cairn-pages etcd-pages "$path") |"
+  done
+  echo "| the same: a whole list | $(median etcd-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') |" \
+    "$(median cairn-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') | $(paired cairn-pages etcd-pages .list_median_seconds) |"
+fi
+if [[ -z $ONLY ]]; then
   for row in "count:count-only range of all keys ($COUNTS requests)" \
     "keys:keys-only range of 10,000 keys ($RANGES requests)" \
     "values:range of 10,000 keys with values ($RANGES requests)"; do
@@ -219,10 +255,12 @@ if [[ $ONLY != defrag ]]; then
   echo "| the same: mean latency of a range | $(median etcd-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" \
     "$(median cairn-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-full etcd-full .latency_seconds.average) |"
 fi
-echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
-  "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
-echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
-  "$(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |" "$(paired cairn-defrag-puts etcd-defrag-puts .latency_seconds.slowest) |"
+if [[ $ONLY != pages ]]; then
+  echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
+    "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
+  echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
+    "$(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |" "$(paired cairn-defrag-puts etcd-defrag-puts .latency_seconds.slowest) |"
+fi
 echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median etcd-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(paired cairn-load etcd-load .requests_per_second) |"

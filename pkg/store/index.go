@@ -6,14 +6,17 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/btree"
+	"github.com/cairnkv/cairn/internal/ostree"
 )
 
-// treeIndex maps each key to its keyIndex, ordered by key. It is safe for
-// concurrent use.
+// treeIndex maps each key to its keyIndex, ordered by key. Its tree
+// weighs each key 1 while it exists at the latest revision, so that how
+// many exist in a range is a descent of the tree; changes corrects that
+// count for a read at an earlier revision. It is safe for concurrent use.
 type treeIndex struct {
-	mu   sync.RWMutex
-	tree *btree.BTreeG[indexItem]
+	mu      sync.RWMutex
+	tree    *ostree.Tree[indexItem]
+	changes changeLog
 }
 
 // indexItem is what the tree holds for a key: its keyIndex, and the main
@@ -61,7 +64,15 @@ func (it indexItem) existsAt(atRev int64) bool {
 }
 
 func newTreeIndex() *treeIndex {
-	return &treeIndex{tree: btree.NewG(32, lessItem)}
+	return &treeIndex{tree: ostree.New(lessItem, liveWeight), changes: changeLog{limit: maxChanges}}
+}
+
+// liveWeight weighs a key 1 while it exists.
+func liveWeight(it indexItem) int {
+	if it.liveSince != 0 {
+		return 1
+	}
+	return 0
 }
 
 // keyAt is the state of one key at a revision, as the index knows it.
@@ -131,7 +142,7 @@ func isInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []keyAt, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	kas = make([]keyAt, 0, ti.countLocked(key, end, atRev, limit))
+	kas = make([]keyAt, 0, ti.countWalk(key, end, atRev, limit))
 	total = ti.visitAtLocked(key, end, atRev, limit, func(ka keyAt) { kas = append(kas, ka) })
 	return kas, total
 }
@@ -141,7 +152,7 @@ func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []key
 func (ti *treeIndex) modRevisionsAt(key, end []byte, atRev int64, limit int) (mods []Revision, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	mods = make([]Revision, 0, ti.countLocked(key, end, atRev, limit))
+	mods = make([]Revision, 0, ti.countWalk(key, end, atRev, limit))
 	total = ti.visitAtLocked(key, end, atRev, limit, func(ka keyAt) { mods = append(mods, ka.mod) })
 	return mods, total
 }
@@ -155,7 +166,8 @@ func (ti *treeIndex) visitAt(key, end []byte, atRev int64, limit int, fn func(ke
 
 // visitAtLocked calls fn with the state at atRev of each key in [key, end)
 // that exists then, for at most limit of them (0 for no limit), and
-// returns how many exist in all. ti.mu is held.
+// returns how many exist in all: past the limit it counts (countLocked)
+// rather than walks. ti.mu is held.
 //
 // The items are taken a batch at a time and their keyIndexes and keys
 // loaded by warm before any is read: in a large keyspace each is a cache
@@ -170,21 +182,16 @@ func (ti *treeIndex) visitAtLocked(key, end []byte, atRev int64, limit int, fn f
 			if ka, ok := it.ki.at(atRev); ok {
 				fn(ka)
 				taken++
-				total++
 			}
 		}
 		n = 0
 	}
+	full := false
 	ti.visit(key, end, func(it indexItem) bool {
 		if limit > 0 && taken+n >= limit {
-			if n > 0 {
-				take()
-			}
-			if taken == limit {
-				if it.existsAt(atRev) {
-					total++
-				}
-				return true
+			take()
+			if full = taken == limit; full {
+				return false
 			}
 		}
 		batch[n] = it
@@ -193,8 +200,11 @@ func (ti *treeIndex) visitAtLocked(key, end []byte, atRev int64, limit int, fn f
 		}
 		return true
 	})
+	if full {
+		return ti.countLocked(key, end, atRev)
+	}
 	take()
-	return total
+	return taken
 }
 
 // warmBatch is how many keys warm loads at once: enough to keep the
@@ -229,12 +239,39 @@ func warm(items []indexItem) {
 func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	return ti.countLocked(key, end, atRev, 0)
+	return ti.countLocked(key, end, atRev)
 }
 
-// countLocked is countAt that stops at limit keys (0: no limit). ti.mu is
-// held.
-func (ti *treeIndex) countLocked(key, end []byte, atRev int64, limit int) int {
+// countLocked is countAt with ti.mu held: the keys that exist now, from the
+// counted tree, corrected by the changes since atRev, unless there are more
+// of those than keys in the range, or the log does not reach back to atRev:
+// then a walk of the range.
+func (ti *treeIndex) countLocked(key, end []byte, atRev int64) int {
+	if len(end) == 0 {
+		if it, ok := ti.tree.Get(itemFor(key)); ok && it.existsAt(atRev) {
+			return 1
+		}
+		return 0
+	}
+	upToItems, upToLive := ti.tree.Len(), ti.tree.Weight() // before end
+	if !isInfiniteEnd(end) {
+		if bytes.Compare(key, end) >= 0 {
+			return 0
+		}
+		upToItems, upToLive = ti.tree.Before(itemFor(end))
+	}
+	n, w := ti.tree.Before(itemFor(key))
+	items, live := upToItems-n, upToLive-w
+	changes, ok := ti.changes.since(atRev)
+	if !ok || len(changes) >= items {
+		return ti.countWalk(key, end, atRev, 0)
+	}
+	return live - existenceChange(changes, key, end, atRev)
+}
+
+// countWalk counts the keys of [key, end) that exist at atRev by walking
+// them, stopping at limit (0: no limit). ti.mu is held.
+func (ti *treeIndex) countWalk(key, end []byte, atRev int64, limit int) int {
 	n := 0
 	ti.visit(key, end, func(it indexItem) bool {
 		if it.existsAt(atRev) {
@@ -249,12 +286,15 @@ func (ti *treeIndex) countLocked(key, end []byte, atRev int64, limit int) int {
 func (ti *treeIndex) put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	it, ok := ti.tree.Get(itemFor(key))
-	if !ok {
-		it.ki = newKeyIndex(key)
-	}
-	it.ki.put(rev)
-	ti.update(it.ki)
+	var ki *keyIndex
+	ti.tree.Update(itemFor(key), func(old indexItem, found bool) indexItem {
+		if ki = old.ki; !found {
+			ki = newKeyIndex(key)
+		}
+		ki.put(rev)
+		return itemOf(ki)
+	})
+	ti.changes.add(rev, ki)
 }
 
 // update stores ki's item after a change of ki. ti.mu is held.
@@ -271,6 +311,7 @@ func (ti *treeIndex) tombstone(key []byte, rev Revision) bool {
 		return false
 	}
 	ti.update(it.ki)
+	ti.changes.add(rev, it.ki)
 	return true
 }
 
@@ -290,6 +331,7 @@ func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
 	for _, it := range emptied {
 		ti.tree.Delete(it)
 	}
+	ti.changes.forget(atRev)
 	return available
 }
 
@@ -330,6 +372,7 @@ func (ti *treeIndex) len() int {
 func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
+	ti.changes.skip(rev.Main)
 	if tombstone {
 		if it, ok := ti.tree.Get(itemFor(key)); ok {
 			it.ki.restore(rev, tombstone, createRev, version)
@@ -337,13 +380,12 @@ func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev
 		} // else a deletion with no surviving history changes nothing
 		return
 	}
-	ki := newKeyIndex(key)
-	ki.restore(rev, tombstone, createRev, version)
-	old, found := ti.tree.ReplaceOrInsert(itemOf(ki))
-	if !found {
-		ki.key = bytes.Clone(key)
-		return
-	}
-	old.ki.restore(rev, tombstone, createRev, version)
-	ti.update(old.ki)
+	ti.tree.Update(itemFor(key), func(old indexItem, found bool) indexItem {
+		ki := old.ki
+		if !found {
+			ki = newKeyIndex(bytes.Clone(key))
+		}
+		ki.restore(rev, tombstone, createRev, version)
+		return itemOf(ki)
+	})
 }

@@ -96,6 +96,18 @@ func (ki *keyIndex) get(atRev int64) (mod, created Revision, ver int64, ok bool)
 	return g.revs[n], g.created, g.ver - int64(len(g.revs)-1-n), true
 }
 
+// firstChangeAfter returns the key's first put or tombstone after main
+// revision atRev (the zero Revision if none).
+func (ki *keyIndex) firstChangeAfter(atRev int64) Revision {
+	for i := range ki.generations {
+		g := &ki.generations[i]
+		if n := len(g.revs); n > 0 && g.revs[n-1].Main > atRev {
+			return g.revs[newestAtOrBefore(g.revs, atRev)+1]
+		}
+	}
+	return Revision{}
+}
+
 // newestAtOrBefore returns the index of the newest revision in revs whose
 // main revision is at most atRev, or -1.
 func newestAtOrBefore(revs []Revision, atRev int64) int {

@@ -15,7 +15,8 @@
 // Unix time of its answer in nanoseconds: `etcd-client-bench first-read
 // 127.0.0.1:2379 60s`; and for scripts/bench-failover.sh it signals a
 // cluster's leader under write load and measures the time until writes
-// succeed again (`etcd-client-bench failover --help`).
+// succeed again (`etcd-client-bench failover --help`); and it lists a range
+// in pages as kube-apiserver does (`etcd-client-bench pages --help`).
 package main
 
 import (
@@ -67,6 +68,9 @@ func run(args []string) error {
 	}
 	if len(args) > 0 && args[0] == "failover" {
 		return failover(args[1:])
+	}
+	if len(args) > 0 && args[0] == "pages" {
+		return pages(args[1:])
 	}
 	var o options
 	global := flag.NewFlagSet("etcd-client-bench", flag.ContinueOnError)
