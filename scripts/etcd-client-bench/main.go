@@ -176,7 +176,7 @@ func connect(ctx context.Context, endpoints []string, conns int) ([]*clientv3.Cl
 	var clients []*clientv3.Client
 	for i := range conns {
 		ep := endpoints[i%len(endpoints)]
-		c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			return clients, err
 		}
