@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cairnkv/cairn/internal/ostree"
+	"github.com/cairnkv/cairn/pkg/ostree"
 )
 
 // treeIndex maps each key to its keyIndex, ordered by key. Its tree

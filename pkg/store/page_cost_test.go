@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cairnkv/cairn/internal/ostree"
+	"github.com/cairnkv/cairn/pkg/ostree"
 )
 
 // pagedIndex is an index of n keys under /registry/pods/ and one after

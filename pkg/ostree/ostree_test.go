@@ -26,7 +26,7 @@ func TestAgainstASortedSlice(t *testing.T) {
 	if s == 0 {
 		s = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (go test ./internal/ostree -run TestAgainstASortedSlice -seed %d)", s, s)
+	t.Logf("seed %d (go test ./pkg/ostree -run TestAgainstASortedSlice -seed %d)", s, s)
 	rng := rand.New(rand.NewPCG(s, s))
 	for round := range 4 {
 		keys := []int{100, 1000, 5000, 20000}[round]
