@@ -26,6 +26,7 @@ import (
 	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/server"
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -178,12 +179,12 @@ func changeValueAt(t *testing.T, st *store.Store, rev int64) {
 		t.Fatalf("no put at revision %d", rev)
 	}
 	var kv mvccpb.KeyValue
-	if err := store.UnmarshalKeyValue(data, &kv); err != nil {
+	if err := kvcodec.Unmarshal(data, &kv); err != nil {
 		w.End()
 		t.Fatal(err)
 	}
 	kv.Value = append(kv.Value, []byte("-diverged")...)
-	if err := w.Backend().Put(store.BucketKey, key, store.MarshalKeyValue(&kv)); err != nil {
+	if err := w.Backend().Put(store.BucketKey, key, kvcodec.Marshal(&kv)); err != nil {
 		w.End()
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/pkg/cluster"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -56,7 +57,7 @@ func decodeKeyEntry(k, v []byte) (string, error) {
 		return "", err
 	}
 	var kv mvccpb.KeyValue
-	if err := store.UnmarshalKeyValue(v, &kv); err != nil {
+	if err := kvcodec.Unmarshal(v, &kv); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("rev={Revision:{Main:%d Sub:%d} tombstone:%t}, value=[key %q | val %q | created %d | mod %d | ver %d]",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/pkg/boltfile"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -93,7 +94,7 @@ func readKeyHistory(db *boltfile.DB, key []byte) (*keyHistory, error) {
 			}
 			h.currentRev = max(h.currentRev, rev.Main)
 			kv := new(mvccpb.KeyValue)
-			if err := store.UnmarshalKeyValue(v, kv); err != nil {
+			if err := kvcodec.Unmarshal(v, kv); err != nil {
 				return fmt.Errorf("revision %s: %w", rev, err)
 			}
 			if !bytes.Equal(kv.Key, key) {

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"github.com/cairnkv/cairn/pkg/store"
 )
 
@@ -88,7 +89,7 @@ func orphanedKeys(tx *bolt.Tx) (int, error) {
 		if len(v) == 0 {
 			return nil // a --bump-revision marker
 		}
-		if err := store.UnmarshalKeyValue(v, kv); err != nil {
+		if err := kvcodec.Unmarshal(v, kv); err != nil {
 			return fmt.Errorf("entry %x: %w", k, err)
 		}
 		if tomb || kv.Lease == 0 {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -93,7 +94,7 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 		if opts.KeysOnly {
 			// What etcd answers: the index's fields, no lease.
 			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.key, ka.created.Main, ka.mod.Main, ka.version
-		} else if err := decodeKeyValue(vals[i], kv); err != nil {
+		} else if err := kvcodec.Decode(vals[i], kv); err != nil {
 			return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
 		}
 		size += len(kv.Key) + len(kv.Value)

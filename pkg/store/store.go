@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -219,7 +220,7 @@ func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revisi
 	if err != nil {
 		return Revision{}, false, err
 	}
-	if err := decodeKeyValue(v, kv); err != nil {
+	if err := kvcodec.Decode(v, kv); err != nil {
 		return Revision{}, false, fmt.Errorf("revision %s: value is not a KeyValue: %w", rev, err)
 	}
 	key := kv.Key

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 )
 
 // syncInterval is how often unsynced watchers are caught up when nothing
@@ -214,7 +216,7 @@ func (s *Store) history(from, to int64) ([]*mvccpb.Event, error) {
 			return false
 		}
 		kv := new(mvccpb.KeyValue)
-		if err := UnmarshalKeyValue(v, kv); err != nil {
+		if err := kvcodec.Unmarshal(v, kv); err != nil {
 			decodeErr = fmt.Errorf("revision %s: %w", rev, err)
 			return false
 		}

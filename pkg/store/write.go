@@ -2,6 +2,7 @@ package store
 
 import (
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -67,7 +68,7 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 	} else {
 		w.counts.keys++
 	}
-	if err := w.wt.Put(BucketKey, RevisionKey(rev, false), MarshalKeyValue(kv)); err != nil {
+	if err := w.wt.Put(BucketKey, RevisionKey(rev, false), kvcodec.Marshal(kv)); err != nil {
 		w.err = err
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (w *WriteTxn) DeleteKeys(key, end []byte) (int64, error) {
 // deleteKey writes the tombstone of an existing key.
 func (w *WriteTxn) deleteKey(key []byte) error {
 	rev := w.nextRevision()
-	if err := w.wt.Put(BucketKey, RevisionKey(rev, true), MarshalKeyValue(&mvccpb.KeyValue{Key: key})); err != nil {
+	if err := w.wt.Put(BucketKey, RevisionKey(rev, true), kvcodec.Marshal(&mvccpb.KeyValue{Key: key})); err != nil {
 		w.err = err
 		return err
 	}

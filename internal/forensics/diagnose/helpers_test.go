@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 	"github.com/cairnkv/cairn/internal/cliutil/printer"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"github.com/cairnkv/cairn/pkg/store"
 	"github.com/cairnkv/cairn/pkg/walfmt"
 )
@@ -171,12 +172,12 @@ func changeValue(t *testing.T, dir, key, value string) {
 		var puts []put
 		err := b.ForEach(func(k, v []byte) error {
 			kv := &mvccpb.KeyValue{}
-			if err := store.UnmarshalKeyValue(v, kv); err != nil {
+			if err := kvcodec.Unmarshal(v, kv); err != nil {
 				return err
 			}
 			if string(kv.Key) == key {
 				kv.Value = []byte(value)
-				puts = append(puts, put{append([]byte{}, k...), store.MarshalKeyValue(kv)})
+				puts = append(puts, put{append([]byte{}, k...), kvcodec.Marshal(kv)})
 			}
 			return nil
 		})

@@ -1,4 +1,8 @@
-package store
+// Package kvcodec encodes and decodes mvccpb.KeyValue, the value of each
+// revision in a db's key bucket, by hand: exactly the bytes of
+// proto.Marshal (fields in number order, zero values left out), without
+// reflection, on the path of every write, every read and the index rebuild.
+package kvcodec
 
 import (
 	"fmt"
@@ -6,11 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
-
-// The key bucket holds one marshalled mvccpb.KeyValue per revision. These
-// hand-written codecs produce exactly the bytes of proto.Marshal (fields in
-// number order, zero values left out) without reflection: they are on the
-// path of every write, every read and the index rebuild.
 
 // Field numbers of mvccpb.KeyValue.
 const (
@@ -22,8 +21,8 @@ const (
 	kvFieldLease          = 6
 )
 
-// AppendKeyValue appends the protobuf encoding of kv to dst.
-func AppendKeyValue(dst []byte, kv *mvccpb.KeyValue) []byte {
+// Append appends the protobuf encoding of kv to dst.
+func Append(dst []byte, kv *mvccpb.KeyValue) []byte {
 	appendBytes := func(num protowire.Number, v []byte) {
 		if len(v) > 0 {
 			dst = protowire.AppendTag(dst, num, protowire.BytesType)
@@ -45,15 +44,15 @@ func AppendKeyValue(dst []byte, kv *mvccpb.KeyValue) []byte {
 	return dst
 }
 
-// MarshalKeyValue returns the protobuf encoding of kv.
-func MarshalKeyValue(kv *mvccpb.KeyValue) []byte {
-	return AppendKeyValue(make([]byte, 0, len(kv.Key)+len(kv.Value)+32), kv)
+// Marshal returns the protobuf encoding of kv.
+func Marshal(kv *mvccpb.KeyValue) []byte {
+	return Append(make([]byte, 0, len(kv.Key)+len(kv.Value)+32), kv)
 }
 
-// UnmarshalKeyValue decodes data into kv, which it resets first. Key and
+// Unmarshal decodes data into kv, which it resets first. Key and
 // Value are copies, so data may be reused. Unknown fields are skipped.
-func UnmarshalKeyValue(data []byte, kv *mvccpb.KeyValue) error {
-	if err := decodeKeyValue(data, kv); err != nil {
+func Unmarshal(data []byte, kv *mvccpb.KeyValue) error {
+	if err := Decode(data, kv); err != nil {
 		return err
 	}
 	kv.Key = append([]byte(nil), kv.Key...)
@@ -61,9 +60,8 @@ func UnmarshalKeyValue(data []byte, kv *mvccpb.KeyValue) error {
 	return nil
 }
 
-// decodeKeyValue is UnmarshalKeyValue with Key and Value in data, not
-// copied.
-func decodeKeyValue(data []byte, kv *mvccpb.KeyValue) error {
+// Decode is Unmarshal with Key and Value in data, not copied.
+func Decode(data []byte, kv *mvccpb.KeyValue) error {
 	kv.Reset()
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
