@@ -43,6 +43,8 @@
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
 #   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
+#   ONLY=pages KEYS=10000000 ROUNDS=1 CAIRN_ONLY=1 bash scripts/bench-scale.sh   # cairn alone (etcd
+#                                                           # lists 10M keys in pages in hours)
 #
 # Servers, ports and data directories as in scripts/bench-side-by-side.sh,
 # whose functions this script uses.
@@ -203,6 +205,7 @@ cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-before"
 for ((round = 1; round <= ROUNDS; round++)); do
   order=(etcd cairn)
   if ((round % 2 == 0)); then order=(cairn etcd); fi
+  if [[ -n ${CAIRN_ONLY:-} ]]; then order=(cairn); fi
   for kind in "${order[@]}"; do
     log "round $round: $kind"
     measure_round "$kind" "$round"
@@ -220,6 +223,19 @@ echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores; $ROUNDS round
 echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); after: $(cat "$RESULTS/loadavg-after")."
 echo "Figures: medians over the rounds. Ratios (lower is better): median (lowest–highest) of cairn/etcd within each round."
 echo
+if [[ -n ${CAIRN_ONLY:-} ]]; then
+  if [[ $ONLY != pages ]]; then
+    echo "CAIRN_ONLY=1 tabulates the pages only (ONLY=pages)" >&2
+    exit 2
+  fi
+  echo "| measurement (cairn alone) | cairn serve |"
+  echo "|---|---|"
+  echo "| a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50 | $(ms "$(median cairn-pages .page_p50_seconds)") |"
+  echo "| the same: p99 | $(ms "$(median cairn-pages .page_p99_seconds)") |"
+  echo "| the same: a whole list | $(median cairn-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') |"
+  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
+  exit 0
+fi
 echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
 echo "|---|---|---|---|"
 if [[ $ONLY != defrag ]]; then
