@@ -28,6 +28,9 @@
 #             other, while PAGE_WRITES (100) puts a second change keys of the
 #             first page (the pages read an older revision than the member's):
 #             each page's latency (p50, p99) and a whole list's time
+#   snapshot  a snapshot of the db streamed to a file (`snapshot save`) while
+#             puts go on at DEFRAG_RATE a second: how long it took, and the
+#             slowest put of that load
 #   defrag    half the keys deleted ([\x80, \xc0): the numbers whose low 7
 #             bits are below 64) and compacted away, then a defrag while
 #             puts go on at DEFRAG_RATE a second: how long the defrag took,
@@ -43,6 +46,8 @@
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
 #   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
+#   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 bash scripts/bench-scale.sh   # 10M keys: no full
+#                                                           # ranges (2.9 GB each), no pages
 #   ONLY=pages KEYS=10000000 ROUNDS=1 CAIRN_ONLY=1 bash scripts/bench-scale.sh   # cairn alone (etcd
 #                                                           # lists 10M keys in pages in hours)
 #
@@ -121,7 +126,7 @@ restart() {
   wait "${PIDS[0]}" 2>/dev/null || true
   start=$(date +%s%N)
   launch_member 0
-  end=$("$ETCDCLIENT" first-read "$ENDPOINTS" 120s)
+  end=$("$ETCDCLIENT" first-read "$ENDPOINTS" 600s)
   awk -v s="$start" -v e="$end" 'BEGIN { printf "{\"seconds\": %.3f}\n", (e - s) / 1e9 }' >"$RESULTS/$kind-$name.$round.json"
   log "  restart after $sig: first linearizable read in $(jq .seconds "$RESULTS/$kind-$name.$round.json") s"
 }
@@ -135,12 +140,14 @@ db_sizes() {
 # defragments while a put load runs at DEFRAG_RATE; keeps KIND-defrag.ROUND.json
 # (seconds, sizes) and KIND-defrag-puts.ROUND.json (the load's result).
 defrag() {
-  local round=$1 kind=$2 rev before start took load first
-  # In 8 deletes: one of 1,250,000 keys (KEYS=2500000) runs past etcd's
-  # request timeout.
-  for first in 80 88 90 98 a0 a8 b0 b8; do
+  local round=$1 kind=$2 rev before start took load first step=8
+  # In deletes of at most 160,000 keys or so: one of 1,250,000 keys
+  # (KEYS=2500000) runs past etcd's request timeout. A key's first byte
+  # is one of 128 alike.
+  if ((KEYS > 2500000)); then step=1; fi
+  for ((first = 0x80; first < 0xc0; first += step)); do
     "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s del \
-      "$(printf "\\x$first")" "$(printf "\\x$(printf %x $((0x$first + 8)))")" >/dev/null
+      "$(printf "\\x$(printf %x "$first")")" "$(printf "\\x$(printf %x $((first + step)))")" >/dev/null
   done
   rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 x | jq .header.revision)
   "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s compaction "$rev" --physical >/dev/null
@@ -157,6 +164,25 @@ defrag() {
   jq -n --argjson b "$before" --argjson a "$(db_sizes)" --argjson s "$took" '{seconds: $s, before: $b, after: $a}' >"$RESULTS/$kind-defrag.$round.json"
   log "  defrag of $(jq .db_size <<<"$before") bytes ($(jq .db_size_in_use <<<"$before") in use) in $took s;" \
     "slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-defrag-puts.$round.json") s"
+}
+
+# snapshot ROUND KIND: a snapshot saved while a put load runs at
+# DEFRAG_RATE; keeps KIND-snapshot.ROUND.json (seconds, size) and
+# KIND-snapshot-puts.ROUND.json (the load's result).
+snapshot() {
+  local round=$1 kind=$2 start took load
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 20)) \
+    put --key-size 8 --val-size 256 --key-space-size 100000 >"$RESULTS/$kind-snapshot-puts.$round.json" &
+  load=$!
+  sleep 1 # the load is under way: a duration, nothing to wait for
+  start=$(date +%s.%N)
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 600s snapshot save "$WORK/$kind.snapshot.db" >/dev/null
+  took=$(echo "$(date +%s.%N) - $start" | bc)
+  wait "$load"
+  jq -n --argjson s "$took" --argjson b "$(stat -c %s "$WORK/$kind.snapshot.db")" '{seconds: $s, bytes: $b}' >"$RESULTS/$kind-snapshot.$round.json"
+  rm -f "$WORK/$kind.snapshot.db"
+  log "  snapshot of $(jq .bytes "$RESULTS/$kind-snapshot.$round.json") bytes in $took s;" \
+    "slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-snapshot-puts.$round.json") s"
 }
 
 # pages ROUND KIND: LISTS lists of every key in pages, kept as
@@ -190,11 +216,12 @@ measure_round() {
     bench_range "$kind-count" "$round" "$COUNTS" --count-only "${ALL[@]}"
     bench_range "$kind-keys" "$round" "$RANGES" --keys-only "$LO" "$HI"
     bench_range "$kind-values" "$round" "$RANGES" "$LO" "$HI"
-    pages "$round" "$kind"
+    if ((LISTS > 0)); then pages "$round" "$kind"; fi
     rss "$kind-rss-after" "$round"
     restart "$round" "$kind" KILL restart-kill
     restart "$round" "$kind" TERM restart-term
-    full_ranges "$round" "$kind"
+    snapshot "$round" "$kind"
+    if ((FULL > 0)); then full_ranges "$round" "$kind"; fi
   fi
   defrag "$round" "$kind"
   stop_servers
@@ -233,12 +260,14 @@ if [[ -n ${CAIRN_ONLY:-} ]]; then
   echo "| a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50 | $(ms "$(median cairn-pages .page_p50_seconds)") |"
   echo "| the same: p99 | $(ms "$(median cairn-pages .page_p99_seconds)") |"
   echo "| the same: a whole list | $(median cairn-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') |"
-  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
+  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median etcd-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |" \
+  "$(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') | $(paired cairn-load etcd-load .elapsed_seconds) |"
+echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
   exit 0
 fi
 echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
 echo "|---|---|---|---|"
-if [[ $ONLY != defrag ]]; then
+if [[ $ONLY != defrag ]] && ((LISTS > 0)); then
   for row in "page_p50_seconds:a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50" \
     "page_p99_seconds:the same: p99"; do
     path=.${row%%:*}
@@ -266,6 +295,12 @@ if [[ -z $ONLY ]]; then
     echo "| ${row#*:} | $(median "etcd-$name" .seconds | awk '{ printf "%.2f s", $1 }') |" \
       "$(median "cairn-$name" .seconds | awk '{ printf "%.2f s", $1 }') | $(paired "cairn-$name" "etcd-$name" .seconds) |"
   done
+  echo "| snapshot save while $DEFRAG_RATE puts/s go on | $(median etcd-snapshot .seconds | awk '{ printf "%.2f s", $1 }') |" \
+    "$(median cairn-snapshot .seconds | awk '{ printf "%.2f s", $1 }') | $(paired cairn-snapshot etcd-snapshot .seconds) |"
+  echo "| slowest put during the snapshot | $(ms "$(median etcd-snapshot-puts .latency_seconds.slowest)") |" \
+    "$(ms "$(median cairn-snapshot-puts .latency_seconds.slowest)") | $(paired cairn-snapshot-puts etcd-snapshot-puts .latency_seconds.slowest) |"
+fi
+if [[ -z $ONLY ]] && ((FULL > 0)); then
   echo "| $FULL concurrent ranges of every key with its value: peak RSS | $(mib "$(median etcd-full-peak .rss_kib)") | $(mib "$(median cairn-full-peak .rss_kib)") |" \
     "$(paired cairn-full-peak etcd-full-peak .rss_kib) |"
   echo "| the same: mean latency of a range | $(median etcd-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" \
@@ -274,9 +309,13 @@ fi
 if [[ $ONLY != pages ]]; then
   echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
     "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
+  echo "| db file after the defrag | $(median etcd-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') |" \
+    "$(median cairn-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') | $(paired cairn-defrag etcd-defrag .after.db_size) |"
   echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
     "$(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |" "$(paired cairn-defrag-puts etcd-defrag-puts .latency_seconds.slowest) |"
 fi
+echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median etcd-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |" \
+  "$(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') | $(paired cairn-load etcd-load .elapsed_seconds) |"
 echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median etcd-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |" \
   "$(paired cairn-load etcd-load .requests_per_second) |"
