@@ -46,8 +46,10 @@
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
 #   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
-#   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 bash scripts/bench-scale.sh   # 10M keys: no full
-#                                                           # ranges (2.9 GB each), no pages
+#   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 MEMBER_FLAGS="--quota-backend-bytes 17179869184" \
+#     bash scripts/bench-scale.sh                           # 10M keys (3 GB, past the default
+#                                                           # 2 GB quota): no full ranges
+#                                                           # (2.9 GB each), no pages
 #   ONLY=pages KEYS=10000000 ROUNDS=1 CAIRN_ONLY=1 bash scripts/bench-scale.sh   # cairn alone (etcd
 #                                                           # lists 10M keys in pages in hours)
 #

@@ -22,6 +22,7 @@
 #   bash scripts/bench-side-by-side.sh            # REPEAT=5 TOTAL=20000 CLIENTS=100 CONNS=10 VAL_SIZE=256
 #   KEEP=1 bash scripts/bench-side-by-side.sh     # keep the work directory (logs, JSON results)
 #   bash scripts/bench-side-by-side.sh --summarize DIR/results   # the tables again, from kept results
+#   MEMBER_FLAGS="--quota-backend-bytes 8589934592" bash scripts/bench-...   # extra flags for every member
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,13 +75,14 @@ start_cluster() {
 # launch_member I: starts member I of the cluster of start_cluster (again,
 # after a stop: on its data directory, which holds the member) as PIDS[I].
 launch_member() {
-  local i=$1 client=127.0.0.1:${CLUSTER_PORTS[2 * $1]} peer=127.0.0.1:${CLUSTER_PORTS[2 * $1 + 1]} cmd
+  local i=$1 client=127.0.0.1:${CLUSTER_PORTS[2 * $1]} peer=127.0.0.1:${CLUSTER_PORTS[2 * $1 + 1]} cmd extra
   if [[ $CLUSTER_KIND == etcd ]]; then cmd=("$ETCD_BIN/etcd"); else cmd=("$CAIRN" serve); fi
+  read -r -a extra <<<"${MEMBER_FLAGS:-}" # the same extra member flags for both servers
   "${cmd[@]}" --name "m$i" --data-dir "$CLUSTER_DIR/m$i" \
     --listen-client-urls "http://$client" --advertise-client-urls "http://$client" \
     --listen-peer-urls "http://$peer" --initial-advertise-peer-urls "http://$peer" \
     --initial-cluster "$CLUSTER_INITIAL" --initial-cluster-token "bench-$CLUSTER_KIND-$((${#CLUSTER_PORTS[@]} / 2))" \
-    --initial-cluster-state new >>"$CLUSTER_DIR/m$i.log" 2>&1 &
+    --initial-cluster-state new "${extra[@]}" >>"$CLUSTER_DIR/m$i.log" 2>&1 &
   PIDS[i]=$!
 }
 
