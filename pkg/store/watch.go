@@ -99,6 +99,7 @@ type watchHub struct {
 	singles     map[string]map[*watcher]struct{}
 	ranges      map[watchRange]map[*watcher]struct{} // the synced range watchers, by range
 	unsynced    map[*watcher]struct{}
+	windows     []historyStretch // the catch-up's recent reads (syncLoop only)
 
 	wake chan struct{}
 	quit chan struct{}

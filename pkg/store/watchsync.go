@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -52,6 +54,7 @@ func (h *watchHub) syncRound() bool {
 	target := h.notifiedRev
 	h.mu.Unlock()
 	if len(ws) == 0 {
+		h.windows = nil
 		return false
 	}
 
@@ -60,20 +63,20 @@ func (h *watchHub) syncRound() bool {
 	}
 	// Catch up in bounded steps while far behind.
 	if target-minRev >= historyRevsPerRound {
-		upTo := minRev + historyRevsPerRound - 1
-		evs, err := h.s.history(minRev, upTo)
+		from := minRev - (minRev-1)%historyRevsPerRound
+		upTo := from + historyRevsPerRound - 1
+		evs, err := h.historyWindow(from)
 		if err != nil {
-			h.s.log.Error("watch history read failed", "from", minRev, "to", upTo, "err", err)
+			h.s.log.Error("watch history read failed", "from", from, "to", upTo, "err", err)
 			return false
 		}
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		progressed := false
 		for _, g := range h.catchUpGroups(ws) {
-			if g[0].minRev <= upTo && len(h.deliver(g, evs, upTo)) > 0 {
-				progressed = true
-			}
+			due := slices.DeleteFunc(g, func(w *watcher) bool { return w.minRev > upTo })
+			progressed = len(due) > 0 && len(h.deliver(due, evs, upTo)) > 0 || progressed
 		}
-		h.mu.Unlock()
 		return progressed
 	}
 
@@ -94,18 +97,52 @@ func (h *watchHub) syncRound() bool {
 	return false
 }
 
-// catchUpKey identifies the unsynced watchers that get the same responses:
-// the same keys, options and next revision.
+// historyWindows is how many stretches of history the catch-up keeps:
+// watchers created a moment apart, or whose streams take responses at
+// different paces, catch up some steps apart, each step reading what the
+// one ahead of it has read.
+const historyWindows = 8
+
+// historyWindow is the history of the historyRevsPerRound revisions from
+// from, a multiple of historyRevsPerRound plus one, read once for the
+// rounds that need it: the last historyWindows of them are kept while
+// watchers catch up (syncLoop's goroutine only).
+func (h *watchHub) historyWindow(from int64) ([]*mvccpb.Event, error) {
+	for _, w := range h.windows {
+		if w.from == from {
+			return w.evs, nil
+		}
+	}
+	evs, err := h.s.history(from, from+historyRevsPerRound-1)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.windows) == historyWindows { // the oldest goes
+		copy(h.windows, h.windows[1:])
+		h.windows[len(h.windows)-1] = historyStretch{}
+		h.windows = h.windows[:len(h.windows)-1]
+	}
+	h.windows = append(h.windows, historyStretch{from, evs})
+	return evs, nil
+}
+
+// historyStretch is a stretch of history read for the catch-up.
+type historyStretch struct {
+	from int64
+	evs  []*mvccpb.Event
+}
+
+// catchUpKey identifies the unsynced watchers that get the same events:
+// the same keys and options, each from its own next revision.
 type catchUpKey struct {
-	rng    watchRange
-	opts   WatchOptions
-	minRev int64
+	rng  watchRange
+	opts WatchOptions
 }
 
 // catchUpGroups sorts the watchers of ws still unsynced into groups that
-// get the same responses, so that each group's are made (and encoded)
-// once. Watchers whose stream has no room for a response are left for a
-// later round.
+// get the same events, so that each group's are picked and encoded once.
+// Watchers whose stream has no room for a response are left for a later
+// round.
 func (h *watchHub) catchUpGroups(ws []*watcher) [][]*watcher {
 	index := make(map[catchUpKey]int)
 	var groups [][]*watcher
@@ -116,7 +153,7 @@ func (h *watchHub) catchUpGroups(ws []*watcher) [][]*watcher {
 		if _, still := h.unsynced[w]; !still {
 			continue
 		}
-		k := catchUpKey{w.rng, w.opts, w.minRev}
+		k := catchUpKey{w.rng, w.opts}
 		i, ok := index[k]
 		if !ok {
 			i = len(groups)
@@ -148,46 +185,41 @@ func (h *watchHub) endCompacted(ws []*watcher) bool {
 }
 
 // deliver sends each watcher of g (a catch-up group) the events of evs in
-// [minRev, upTo] that they watch, a few whole revisions per response, and
-// advances each one's minRev past what it was sent. The responses are made
-// once for the group and their events encoded once. It returns the
-// watchers that got everything up to upTo.
+// [minRev, upTo] that it watches, a few whole revisions per response, and
+// advances each one's minRev past what it was sent. The events are picked,
+// given their previous values and encoded once for the group, as one run
+// whose stretches the responses are: watchers created one after another at
+// one start revision catch up some steps apart. It returns the watchers
+// that got everything up to upTo.
 func (h *watchHub) deliver(g []*watcher, evs []*mvccpb.Event, upTo int64) []*watcher {
-	w0 := g[0]
-	var batches [][]*mvccpb.Event
-	var batch []*mvccpb.Event
-	for _, ev := range evs {
-		rev := ev.Kv.ModRevision
-		if rev < w0.minRev || !w0.rng.matches(ev.Kv.Key) || !w0.opts.wants(ev) {
-			continue
-		}
-		if len(batch) >= maxEventsPerResponse && batch[len(batch)-1].Kv.ModRevision != rev {
-			batches = append(batches, batch)
-			batch = nil
-		}
-		batch = append(batch, ev)
+	w0, from := g[0], g[0].minRev
+	for _, w := range g[1:] {
+		from = min(from, w.minRev)
 	}
-	if len(batch) > 0 {
-		batches = append(batches, batch)
+	var picked []*mvccpb.Event
+	for _, ev := range evs {
+		if ev.Kv.ModRevision >= from && w0.rng.matches(ev.Kv.Key) && w0.opts.wants(ev) {
+			picked = append(picked, ev)
+		}
 	}
 	if w0.opts.PrevKV {
-		for i, b := range batches {
-			batches[i] = h.withPrevKV(b)
-		}
+		picked = h.withPrevKV(picked)
 	}
-	encoded := make([]*EncodedEvents, len(batches))
-	for i, b := range batches {
-		encoded[i] = NewEncodedEvents(b)
-	}
+	run := newEncodedRun(picked)
 	var done []*watcher
 	for _, w := range g {
 		all := true
-		for i, b := range batches {
-			if !h.trySend(w.stream, WatchResponse{WatchID: w.id, Events: b, Revision: upTo, Encoded: encoded[i]}) {
+		for i := sort.Search(len(picked), func(i int) bool { return picked[i].Kv.ModRevision >= w.minRev }); i < len(picked); {
+			j := min(i+maxEventsPerResponse, len(picked))
+			for j < len(picked) && picked[j].Kv.ModRevision == picked[j-1].Kv.ModRevision {
+				j++ // a revision is never split between responses
+			}
+			if !h.trySend(w.stream, WatchResponse{WatchID: w.id, Events: picked[i:j], Revision: upTo, Encoded: run.stretch(i, j)}) {
 				all = false
 				break
 			}
-			w.minRev = b[len(b)-1].Kv.ModRevision + 1
+			w.minRev = picked[j-1].Kv.ModRevision + 1
+			i = j
 		}
 		if all {
 			w.minRev = max(w.minRev, upTo+1)
