@@ -46,7 +46,7 @@
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
 #   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
-#   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 MEMBER_FLAGS="--quota-backend-bytes 17179869184" \
+#   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 COUNTS=5 DEFRAG_DELETE=0 MEMBER_FLAGS="--quota-backend-bytes 17179869184" \
 #     bash scripts/bench-scale.sh                           # 10M keys (3 GB, past the default
 #                                                           # 2 GB quota): no full ranges
 #                                                           # (2.9 GB each), no pages
@@ -65,6 +65,7 @@ COUNTS=${COUNTS:-20}
 RANGES=${RANGES:-50}
 TXN_OPS=${TXN_OPS:-10}
 DEFRAG_RATE=${DEFRAG_RATE:-500}
+DEFRAG_DELETE=${DEFRAG_DELETE:-1} # 0: the defrag of the whole db, nothing deleted first (etcd takes minutes a delete at 10M keys)
 PAGE_LIMIT=${PAGE_LIMIT:-500}
 LISTS=${LISTS:-3}
 PAGE_WRITES=${PAGE_WRITES:-100}
@@ -102,7 +103,7 @@ rss() {
 
 # count_of KEY END: the number of keys in [KEY, END), as the member counts them.
 count_of() {
-  "$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 "$1" "$2" | jq .count
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" --command-timeout 120s get --limit 1 "$1" "$2" | jq .count
 }
 
 # full_ranges ROUND KIND: FULL concurrent ranges of every key with its
@@ -147,11 +148,11 @@ defrag() {
   # (KEYS=2500000) runs past etcd's request timeout. A key's first byte
   # is one of 128 alike.
   if ((KEYS > 2500000)); then step=1; fi
-  for ((first = 0x80; first < 0xc0; first += step)); do
+  for ((first = 0x80; first < 0xc0 && DEFRAG_DELETE; first += step)); do
     "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s del \
       "$(printf "\\x$(printf %x "$first")")" "$(printf "\\x$(printf %x $((first + step)))")" >/dev/null
   done
-  rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" get --limit 1 x | jq .header.revision)
+  rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" --command-timeout 120s get --limit 1 x | jq .header.revision)
   "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s compaction "$rev" --physical >/dev/null
   before=$(db_sizes)
   # 20 s of puts at DEFRAG_RATE; the defrag starts a second in.
@@ -309,7 +310,9 @@ if [[ -z $ONLY ]] && ((FULL > 0)); then
     "$(median cairn-full .latency_seconds.average | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-full etcd-full .latency_seconds.average) |"
 fi
 if [[ $ONLY != pages ]]; then
-  echo "| defrag of the db after half the keys were deleted and compacted ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
+  what="after half the keys were deleted and compacted"
+  if ((DEFRAG_DELETE == 0)); then what="compacted, nothing deleted"; fi
+  echo "| defrag of the db $what ($(median etcd-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') for etcd) | $(median etcd-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" \
     "$(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |" "$(paired cairn-defrag etcd-defrag .seconds) |"
   echo "| db file after the defrag | $(median etcd-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') |" \
     "$(median cairn-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') | $(paired cairn-defrag etcd-defrag .after.db_size) |"
