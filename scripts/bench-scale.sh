@@ -153,7 +153,7 @@ defrag() {
       "$(printf "\\x$(printf %x "$first")")" "$(printf "\\x$(printf %x $((first + step)))")" >/dev/null
   done
   rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" --command-timeout 120s get --limit 1 x | jq .header.revision)
-  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 120s compaction "$rev" --physical >/dev/null
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 600s compaction "$rev" --physical >/dev/null
   before=$(db_sizes)
   # 20 s of puts at DEFRAG_RATE; the defrag starts a second in.
   "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 20)) \

@@ -287,9 +287,6 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval <= 0 || c.ElectionTimeout < 5*c.HeartbeatInterval {
 		return fmt.Errorf("--election-timeout (%v) must be at least 5 times --heartbeat-interval (%v)", c.ElectionTimeout, c.HeartbeatInterval)
 	}
-	if c.QuotaBackendBytes > MaxQuotaBackendBytes {
-		return fmt.Errorf("--quota-backend-bytes %d exceeds the maximum %d", c.QuotaBackendBytes, int64(MaxQuotaBackendBytes))
-	}
 	if _, err := autocompact.Parse(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
 	}

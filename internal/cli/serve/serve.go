@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairnkv/cairn/internal/api"
 	"github.com/cairnkv/cairn/internal/auth"
+	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/internal/etcdlog"
 	"github.com/cairnkv/cairn/internal/featuregate"
 	"github.com/cairnkv/cairn/internal/gcpace"
@@ -359,6 +360,11 @@ func logStart(c memberconfig.Config) {
 		"quota-backend-bytes", c.QuotaBackendBytes, "max-request-bytes", c.MaxRequestBytes,
 		"max-concurrent-streams", c.MaxConcurrentStreams, "pre-vote", !c.NoPreVote, "max-learners", c.LearnerLimit(),
 		"v2-deprecation", "write-only")
+	if c.QuotaBackendBytes > memberconfig.MaxQuotaBackendBytes { // etcd's warning; the quota stands
+		c.Logger.Warn("quota exceeds the maximum value", "quota-name", "v3-applier",
+			"quota-size-bytes", c.QuotaBackendBytes, "quota-size", printer.HumanBytes(c.QuotaBackendBytes),
+			"quota-maximum-size-bytes", int64(memberconfig.MaxQuotaBackendBytes), "quota-maximum-size", printer.HumanBytes(memberconfig.MaxQuotaBackendBytes))
+	}
 }
 
 // logServing is etcd's line for each client URL once the member serves
