@@ -47,6 +47,8 @@ var importRules = []struct{ from, to, why string }{
 	{"pkg/store", "pkg/walfmt", "the store knows nothing of the log"},
 	{"pkg/backend", "pkg/store", "the backend knows buckets, keys and values, nothing of revisions"},
 	{"pkg/boltfile", "pkg", "the bbolt file format is a lower layer than what the buckets hold"},
+	{"pkg/keyindex", "pkg/backend", "the key index is in memory: the store feeds it what the db holds"},
+	{"pkg/keyindex", "pkg/store", "the key index is in memory: the store feeds it what the db holds"},
 	{"pkg/cluster", "pkg/store", "the cluster's identity and membership rules are a lower layer than the store"},
 	{"internal/hashcheck", "internal/server", "the hash checks are driven by the server through an interface"},
 	{"internal/alarm", "internal", "the alarm table is the alarm bucket's mirror, built on pkg/store alone"},

@@ -16,68 +16,81 @@ type item struct{ key, w int }
 func lessItem(a, b item) bool { return a.key < b.key }
 func weightOf(a item) int     { return a.w }
 
+// seeded is the seed of the test (-seed, or the clock's), logged with the
+// command that replays it, and a generator drawing from it.
+func seeded(t *testing.T) (uint64, *rand.Rand) {
+	t.Helper()
+	s := *seed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (go test ./pkg/ostree -run '^%s$' -seed %d)", s, t.Name(), s)
+	return s, rand.New(rand.NewPCG(s, s))
+}
+
 // TestAgainstASortedSlice applies random inserts, replacements and
 // deletions to a tree and to a sorted slice, and after each step compares
 // every answer of the tree with the slice's and checks the tree's
 // invariants. The key space is small against the steps, so that nodes
 // split, merge and borrow all the time; -seed replays a run.
 func TestAgainstASortedSlice(t *testing.T) {
-	s := *seed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (go test ./pkg/ostree -run TestAgainstASortedSlice -seed %d)", s, s)
-	rng := rand.New(rand.NewPCG(s, s))
+	s, rng := seeded(t)
 	for round := range 4 {
 		keys := []int{100, 1000, 5000, 20000}[round]
-		tr := New(lessItem, weightOf)
-		var model []item
-		find := func(k int) (int, bool) {
-			return slices.BinarySearchFunc(model, k, func(it item, k int) int { return it.key - k })
-		}
-		for step := range 30000 {
-			k := rng.IntN(keys)
-			x := item{k, rng.IntN(2)}
-			i, found := find(k)
-			// Deletions are as likely as inserts once the tree is half full.
-			if rng.IntN(2) == 0 && len(model) > keys/2 {
-				got, ok := tr.Delete(x)
-				if ok != found || found && got != model[i] {
-					t.Fatalf("seed %d round %d step %d: Delete(%d) = %v, %v; want %v", s, round, step, k, got, ok, found)
-				}
-				if found {
-					model = slices.Delete(model, i, i+1)
-				}
-			} else {
-				old, replaced := tr.ReplaceOrInsert(x)
-				if replaced != found || found && old != model[i] {
-					t.Fatalf("seed %d round %d step %d: ReplaceOrInsert(%v) = %v, %v", s, round, step, x, old, replaced)
-				}
-				if found {
-					model[i] = x
-				} else {
-					model = slices.Insert(model, i, x)
-				}
-			}
-			if step%97 == 0 || step < 200 {
-				check(t, s, tr, model)
-			}
-			// One random query every step.
-			q := rng.IntN(keys + 2)
-			j, _ := find(q)
-			wantW := 0
-			for _, it := range model[:j] {
-				wantW += it.w
-			}
-			if c, w := tr.Before(item{key: q}); c != j || w != wantW {
-				t.Fatalf("seed %d round %d step %d: Before(%d) = %d, %d; want %d, %d", s, round, step, q, c, w, j, wantW)
-			}
-			if got, ok := tr.Get(item{key: q}); ok != (j < len(model) && model[j].key == q) || ok && got != model[j] {
-				t.Fatalf("seed %d round %d step %d: Get(%d) = %v, %v", s, round, step, q, got, ok)
-			}
-		}
-		check(t, s, tr, model)
+		exercise(t, s, rng, New(lessItem, weightOf), nil, keys, 30000)
 	}
+}
+
+// exercise applies steps random inserts, replacements and deletions of
+// keys below keys to tr and to model, the sorted slice tr holds, comparing
+// their answers after each step and checking tr's invariants.
+func exercise(t *testing.T, s uint64, rng *rand.Rand, tr *Tree[item], model []item, keys, steps int) {
+	t.Helper()
+	find := func(k int) (int, bool) {
+		return slices.BinarySearchFunc(model, k, func(it item, k int) int { return it.key - k })
+	}
+	for step := range steps {
+		k := rng.IntN(keys)
+		x := item{k, rng.IntN(2)}
+		i, found := find(k)
+		// Deletions are as likely as inserts once the tree is half full.
+		if rng.IntN(2) == 0 && len(model) > keys/2 {
+			got, ok := tr.Delete(x)
+			if ok != found || found && got != model[i] {
+				t.Fatalf("seed %d step %d: Delete(%d) = %v, %v; want %v", s, step, k, got, ok, found)
+			}
+			if found {
+				model = slices.Delete(model, i, i+1)
+			}
+		} else {
+			old, replaced := tr.ReplaceOrInsert(x)
+			if replaced != found || found && old != model[i] {
+				t.Fatalf("seed %d step %d: ReplaceOrInsert(%v) = %v, %v", s, step, x, old, replaced)
+			}
+			if found {
+				model[i] = x
+			} else {
+				model = slices.Insert(model, i, x)
+			}
+		}
+		if step%97 == 0 || step < 200 {
+			check(t, s, tr, model)
+		}
+		// One random query every step.
+		q := rng.IntN(keys + 2)
+		j, _ := find(q)
+		wantW := 0
+		for _, it := range model[:j] {
+			wantW += it.w
+		}
+		if c, w := tr.Before(item{key: q}); c != j || w != wantW {
+			t.Fatalf("seed %d step %d: Before(%d) = %d, %d; want %d, %d", s, step, q, c, w, j, wantW)
+		}
+		if got, ok := tr.Get(item{key: q}); ok != (j < len(model) && model[j].key == q) || ok && got != model[j] {
+			t.Fatalf("seed %d step %d: Get(%d) = %v, %v", s, step, q, got, ok)
+		}
+	}
+	check(t, s, tr, model)
 }
 
 // check compares the whole tree with the model, through each way of
@@ -217,5 +230,40 @@ func BenchmarkBefore(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for b.Loop() {
 		tr.Before(item{key: rng.IntN(1 << 20)})
+	}
+}
+
+// TestBuildAgainstASortedSlice builds trees of sizes around the node
+// fills (and random ones) from sorted items, checks them against their
+// items, then exercises each with random changes, so that a node Build
+// made too short or too full, or a wrong count, shows.
+func TestBuildAgainstASortedSlice(t *testing.T) {
+	s, rng := seeded(t)
+	sizes := []int{0, 1, minItems - 1, minItems, buildFill - 1, buildFill, buildFill + 1, 2*buildFill + 1,
+		buildFill * buildFill, buildFill*buildFill + 1}
+	for range 5 {
+		sizes = append(sizes, rng.IntN(20000))
+	}
+	for _, n := range sizes {
+		keys := 2*n + 10
+		model := make([]item, 0, n)
+		for _, k := range rng.Perm(keys)[:n] {
+			model = append(model, item{k, rng.IntN(2)})
+		}
+		slices.SortFunc(model, func(a, b item) int { return a.key - b.key })
+		tr := Build(lessItem, weightOf, model)
+		check(t, s, tr, model)
+		exercise(t, s, rng, tr, slices.Clone(model), keys, 3000)
+	}
+}
+
+// BenchmarkBuild builds a tree of 1M items, as a restart builds the index.
+func BenchmarkBuild(b *testing.B) {
+	items := make([]item, 1<<20)
+	for k := range items {
+		items[k] = item{k, 1}
+	}
+	for b.Loop() {
+		Build(lessItem, weightOf, items)
 	}
 }

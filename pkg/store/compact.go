@@ -35,7 +35,7 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 	s.mu.Lock()
 	paused := time.Now()
 	s.compactRev = rev
-	keep := s.index.compact(rev)
+	keep := s.index.Compact(rev)
 	since(s.stats.OnIndexCompaction, paused)
 	s.mu.Unlock()
 	if err := w.wt.Put(BucketMeta, MetaScheduledCompactRev, RevisionKey(Revision{Main: rev}, false)); err != nil {
@@ -86,7 +86,7 @@ func (c *compactor) resume() error {
 		return err
 	}
 	if scheduled := c.s.CompactRev(); scheduled > finished {
-		keep, _ := c.s.index.keep(scheduled, scheduled)
+		keep, _ := c.s.index.Keep(scheduled, scheduled)
 		c.resumed = c.enqueue(compactionJob{rev: scheduled, prevRev: finished, keep: keep})
 	}
 	return nil

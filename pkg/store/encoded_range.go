@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/keyindex"
 )
 
 // Field numbers of etcd's RangeResponse and KeyValue messages.
@@ -55,7 +56,7 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 		return dst, curRev, err
 	}
 	if req.CountOnly {
-		return appendCount(dst, int64(s.index.countAt(req.Key, req.RangeEnd, rev))), curRev, nil
+		return appendCount(dst, int64(s.index.CountAt(req.Key, req.RangeEnd, rev))), curRev, nil
 	}
 	limit := int(req.Limit)
 	if limit > 0 {
@@ -67,7 +68,7 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 		// Each key is encoded as the index walk reaches it, while its
 		// keyIndex and bytes are still cached.
 		taken, last := 0, 0
-		total = s.index.visitAt(req.Key, req.RangeEnd, rev, limit, func(ka keyAt) {
+		total = s.index.VisitAt(req.Key, req.RangeEnd, rev, limit, func(ka keyindex.KeyAt) {
 			last = len(dst)
 			dst = appendKeyOnly(dst, &ka)
 			taken++
@@ -77,7 +78,7 @@ func (s *Store) RangeEncoded(req *pb.RangeRequest, dst []byte) ([]byte, int64, e
 		}
 	} else {
 		var mods []Revision
-		mods, total = s.index.modRevisionsAt(req.Key, req.RangeEnd, rev, limit)
+		mods, total = s.index.ModRevisionsAt(req.Key, req.RangeEnd, rev, limit)
 		if more = req.Limit > 0 && int64(len(mods)) > req.Limit; more {
 			mods = mods[:req.Limit]
 		}
@@ -103,12 +104,12 @@ func appendCount(dst []byte, count int64) []byte {
 // appendKeyOnly appends the key-value of ka in a keys-only range: its key,
 // create and mod revision and version, without its value or lease, as etcd
 // answers it.
-func appendKeyOnly(dst []byte, ka *keyAt) []byte {
+func appendKeyOnly(dst []byte, ka *keyindex.KeyAt) []byte {
 	fields := [...]struct {
 		num protowire.Number
 		v   int64
-	}{{keyValueCreateRevision, ka.created.Main}, {keyValueModRevision, ka.mod.Main}, {keyValueVersion, ka.version}}
-	size := protowire.SizeTag(keyValueKey) + protowire.SizeBytes(len(ka.key))
+	}{{keyValueCreateRevision, ka.Created.Main}, {keyValueModRevision, ka.Mod.Main}, {keyValueVersion, ka.Version}}
+	size := protowire.SizeTag(keyValueKey) + protowire.SizeBytes(len(ka.Key))
 	for _, f := range fields {
 		if f.v != 0 {
 			size += protowire.SizeTag(f.num) + protowire.SizeVarint(uint64(f.v))
@@ -116,7 +117,7 @@ func appendKeyOnly(dst []byte, ka *keyAt) []byte {
 	}
 	dst = protowire.AppendTag(dst, rangeResponseKvs, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(size))
-	dst = protowire.AppendBytes(protowire.AppendTag(dst, keyValueKey, protowire.BytesType), ka.key)
+	dst = protowire.AppendBytes(protowire.AppendTag(dst, keyValueKey, protowire.BytesType), ka.Key)
 	for _, f := range fields {
 		if f.v != 0 {
 			dst = protowire.AppendVarint(protowire.AppendTag(dst, f.num, protowire.VarintType), uint64(f.v))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cairnkv/cairn/pkg/keyindex"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -125,19 +126,19 @@ func TestLargeRangeFindsEveryValue(t *testing.T) {
 }
 
 // TestRangeLimitsAcrossWarmBatches: the index hands out keys a batch of
-// warmBatch at a time; ranges whose limits fall before, on and after the
+// keyindex.WarmBatch at a time; ranges whose limits fall before, on and after the
 // edges of those batches, over keys of which some do not exist at the
 // revision read, answer the keys a plain list of what was written gives,
 // with their count and whether there are more, decoded and encoded,
 // keys-only and with values.
 func TestRangeLimitsAcrossWarmBatches(t *testing.T) {
 	s := openTestStore(t)
-	const n = 3*warmBatch + 7
+	const n = 3*keyindex.WarmBatch + 7
 	key := func(i int) string { return fmt.Sprintf("key-%03d", i) }
 	for i := range n {
 		mustPut(t, s, key(i), fmt.Sprintf("v%d", i))
 	}
-	deleted := func(i int) bool { return i%5 == 2 || (i > warmBatch && i < warmBatch+4) }
+	deleted := func(i int) bool { return i%5 == 2 || (i > keyindex.WarmBatch && i < keyindex.WarmBatch+4) }
 	for i := range n {
 		if deleted(i) {
 			if _, err := s.DeleteRange(&pb.DeleteRangeRequest{Key: []byte(key(i))}); err != nil {
@@ -154,7 +155,7 @@ func TestRangeLimitsAcrossWarmBatches(t *testing.T) {
 				want = append(want, key(i))
 			}
 		}
-		for _, limit := range []int{0, 1, warmBatch - 1, warmBatch, warmBatch + 1, 2 * warmBatch, len(want) - 1, len(want), len(want) + 1} {
+		for _, limit := range []int{0, 1, keyindex.WarmBatch - 1, keyindex.WarmBatch, keyindex.WarmBatch + 1, 2 * keyindex.WarmBatch, len(want) - 1, len(want), len(want) + 1} {
 			for _, keysOnly := range []bool{false, true} {
 				req := &pb.RangeRequest{Key: []byte("key-"), RangeEnd: []byte("key."), Revision: rev, Limit: int64(limit), KeysOnly: keysOnly}
 				wantKeys, wantMore := want, false

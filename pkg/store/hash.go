@@ -5,6 +5,8 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
+
+	"github.com/cairnkv/cairn/pkg/keyindex"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -99,7 +101,7 @@ func (s *Store) compactionHash(rev int64) (KVHash, bool) {
 
 // hashKV hashes the key bucket up to rev as HashKV describes; scan calls fn
 // on the bucket's entries below upper in key order.
-func hashKV(index *treeIndex, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
+func hashKV(index *keyindex.Index, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
 	kh := newKVHasher(index, compactRev, rev)
 	var writeErr error
 	err := scan(RevisionKey(Revision{Main: rev + 1}, false), func(k, v []byte) bool {
@@ -124,8 +126,8 @@ type kvHasher struct {
 
 // newKVHasher reads what it needs from index, which must not have been
 // compacted past compactRev.
-func newKVHasher(index *treeIndex, compactRev, rev int64) *kvHasher {
-	keep, retained := index.keep(compactRev, rev)
+func newKVHasher(index *keyindex.Index, compactRev, rev int64) *kvHasher {
+	keep, retained := index.Keep(compactRev, rev)
 	kh := &kvHasher{h: crc32.New(castagnoli), compactRev: compactRev, rev: rev, keep: keep, retained: retained}
 	kh.h.Write(BucketKey)
 	return kh

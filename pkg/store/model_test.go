@@ -17,7 +17,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
-var modelSeed = flag.Int64("store.seed", 0, "seed of TestModel and TestCountAgainstAWalk (0: time-based)")
+var modelSeed = flag.Int64("store.seed", 0, "seed of TestModel (0: time-based)")
 
 // modelKV is a key's state in the reference model.
 type modelKV struct {

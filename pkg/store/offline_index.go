@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/cairnkv/cairn/pkg/boltfile"
+	"github.com/cairnkv/cairn/pkg/keyindex"
 )
 
 // OfflineIndex is the key index of a bbolt data file rebuilt without opening
@@ -20,7 +21,7 @@ import (
 // mark it, and etcd counts it as a key.
 type OfflineIndex struct {
 	db         *boltfile.DB
-	index      *treeIndex
+	index      *keyindex.Index
 	rev        int64
 	compactRev int64
 }
@@ -28,7 +29,7 @@ type OfflineIndex struct {
 // ReadIndex rebuilds the key index of a bbolt data file opened read-only
 // from its key and meta buckets.
 func ReadIndex(o *boltfile.DB) (*OfflineIndex, error) {
-	oi := &OfflineIndex{db: o, index: newTreeIndex()}
+	oi := &OfflineIndex{db: o, index: keyindex.New()}
 	err := o.View(func(tx *bolt.Tx) error {
 		compactRev, err := offlineCompactRev(tx, MetaScheduledCompactRev)
 		if err != nil {
@@ -42,8 +43,10 @@ func ReadIndex(o *boltfile.DB) (*OfflineIndex, error) {
 			return nil
 		}
 		kv := new(mvccpb.KeyValue)
+		loader := keyindex.NewLoader()
+		defer loader.Stop() // before the transaction ends: the loader's keys are the db's memory
 		err = kb.ForEach(func(k, v []byte) error {
-			rev, _, err := restoreRevision(oi.index, k, v, kv)
+			rev, _, err := restoreRevision(loader, k, v, kv)
 			current = max(current, rev.Main)
 			return err
 		})
@@ -51,13 +54,14 @@ func ReadIndex(o *boltfile.DB) (*OfflineIndex, error) {
 			return fmt.Errorf("rebuild index of %s: %w", o.Path(), err)
 		}
 		oi.rev = max(current, compactRev)
+		oi.index = loader.Index()
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if oi.compactRev > 0 {
-		oi.index.compact(oi.compactRev)
+		oi.index.Compact(oi.compactRev)
 	}
 	return oi, nil
 }
@@ -88,7 +92,7 @@ func (oi *OfflineIndex) CompactRev() int64 { return oi.compactRev }
 
 // LiveKeys returns the number of keys that exist at the current revision.
 func (oi *OfflineIndex) LiveKeys() int {
-	return oi.index.countAt([]byte{}, []byte{0}, oi.rev)
+	return oi.index.CountAt([]byte{}, []byte{0}, oi.rev)
 }
 
 // HashKV computes what Store.HashKV computes, read-only: the CRC-32

@@ -74,9 +74,9 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 		return &RangeResult{Rev: curRev}, err
 	}
 	if opts.Count {
-		return &RangeResult{Count: s.index.countAt(key, end, rev), Rev: curRev}, nil
+		return &RangeResult{Count: s.index.CountAt(key, end, rev), Rev: curRev}, nil
 	}
-	kas, total := s.index.rangeAt(key, end, rev, int(opts.Limit))
+	kas, total := s.index.RangeAt(key, end, rev, int(opts.Limit))
 	res := &RangeResult{KVs: make([]*mvccpb.KeyValue, len(kas)), Count: total, Rev: curRev}
 	// The key-values are filled in with their bytes where they are (the
 	// index, the view), then those bytes are copied into one block: a few
@@ -84,7 +84,7 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 	kvs := make([]mvccpb.KeyValue, len(kas))
 	var vals [][]byte
 	if !opts.KeysOnly {
-		if vals, err = storedValues(len(kas), func(i int) Revision { return kas[i].mod }, rt); err != nil {
+		if vals, err = storedValues(len(kas), func(i int) Revision { return kas[i].Mod }, rt); err != nil {
 			return nil, fmt.Errorf("range %q at %d: %w", key, rev, err)
 		}
 	}
@@ -93,9 +93,9 @@ func (s *Store) rangeKVs(key, end []byte, opts RangeOptions, curRev, compactRev 
 		ka, kv := &kas[i], &kvs[i]
 		if opts.KeysOnly {
 			// What etcd answers: the index's fields, no lease.
-			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.key, ka.created.Main, ka.mod.Main, ka.version
+			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Version = ka.Key, ka.Created.Main, ka.Mod.Main, ka.Version
 		} else if err := kvcodec.Decode(vals[i], kv); err != nil {
-			return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.mod, err)
+			return nil, fmt.Errorf("range %q at %d: revision %s: %w", key, rev, ka.Mod, err)
 		}
 		size += len(kv.Key) + len(kv.Value)
 		res.KVs[i] = kv

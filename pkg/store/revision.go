@@ -1,35 +1,20 @@
 package store
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/cairnkv/cairn/pkg/keyindex"
 )
 
-// Revision identifies one change in the store: Main is the revision of the
-// request that made it, Sub the position of the change inside that request
-// (0 for a plain put or delete, 0,1,2... for the operations of a txn).
-type Revision struct {
-	Main int64
-	Sub  int64
-}
+// Revision identifies one change in the store (see keyindex.Revision).
+type Revision = keyindex.Revision
 
 // RevisionKeyLen is the length of an encoded revision without the tombstone mark.
 const RevisionKeyLen = 17
 
 // tombstoneMark is appended to the revision key of a deletion.
 const tombstoneMark = 't'
-
-// Compare returns -1, 0 or +1 as r is before, the same as, or after o: the
-// order of their keys in the backend.
-func (r Revision) Compare(o Revision) int {
-	if c := cmp.Compare(r.Main, o.Main); c != 0 {
-		return c
-	}
-	return cmp.Compare(r.Sub, o.Sub)
-}
-
-func (r Revision) String() string { return fmt.Sprintf("%d_%d", r.Main, r.Sub) }
 
 // AppendRevisionKey appends the 17-byte key of r (8-byte big-endian main, '_',
 // 8-byte big-endian sub), plus the tombstone mark if tombstone is set.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/keyindex"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -164,7 +165,7 @@ func BenchmarkScaleRebuild(b *testing.B) {
 	s := scaleStore(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		fresh := &Store{b: s.b, index: newTreeIndex(), leases: newLeaseIndex()}
+		fresh := &Store{b: s.b, index: keyindex.New(), leases: newLeaseIndex()}
 		if err := fresh.rebuild(); err != nil {
 			b.Fatal(err)
 		}

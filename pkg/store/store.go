@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/backend"
+	"github.com/cairnkv/cairn/pkg/keyindex"
 	"github.com/cairnkv/cairn/pkg/kvcodec"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -37,7 +38,7 @@ type Store struct {
 	cfg    Config
 	log    *slog.Logger
 	b      *backend.Backend
-	index  *treeIndex
+	index  *keyindex.Index
 	leases *leaseIndex
 
 	// mu is held shared by every read and exclusively while a compaction
@@ -93,7 +94,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, b: b, index: newTreeIndex(), leases: newLeaseIndex(), stats: cfg.Stats}
+	s := &Store{cfg: cfg, log: cfg.Logger, b: b, index: keyindex.New(), leases: newLeaseIndex(), stats: cfg.Stats}
 	if err := s.init(); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Backend.Path, err)
@@ -186,9 +187,11 @@ func (s *Store) rebuild() error {
 
 	current := int64(1)
 	kv := new(mvccpb.KeyValue)
+	loader := keyindex.NewLoader()
+	defer loader.Stop() // before rt closes: the loader's keys are the db's memory
 	var restoreErr error
 	err = rt.Range(BucketKey, nil, nil, func(k, v []byte) bool {
-		rev, tomb, err := restoreRevision(s.index, k, v, kv)
+		rev, tomb, err := restoreRevision(loader, k, v, kv)
 		if err != nil {
 			restoreErr = err
 			return false
@@ -203,19 +206,20 @@ func (s *Store) rebuild() error {
 	if err != nil {
 		return fmt.Errorf("rebuild index: %w", err)
 	}
+	s.index = loader.Index()
 	if s.compactRev > 0 {
-		s.index.compact(s.compactRev)
+		s.index.Compact(s.compactRev)
 	}
 	s.currentRev.Store(max(current, s.compactRev))
-	s.keys.Store(int64(s.index.countAt(nil, []byte{0}, s.currentRev.Load())))
+	s.keys.Store(int64(s.index.CountAt(nil, []byte{0}, s.currentRev.Load())))
 	return nil
 }
 
-// restoreRevision replays one entry of the key bucket into index, decoding its
+// restoreRevision replays one entry of the key bucket into loader, decoding its
 // value into kv, whose Key and Value are then in v. A KeyValue with an empty
 // key is accepted: etcd's snapshot restore --bump-revision writes one to
 // mark the bumped revision, and etcd counts it as a key.
-func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revision, bool, error) {
+func restoreRevision(loader *keyindex.Loader, k, v []byte, kv *mvccpb.KeyValue) (Revision, bool, error) {
 	rev, tomb, err := ParseRevisionKey(k)
 	if err != nil {
 		return Revision{}, false, err
@@ -227,7 +231,7 @@ func restoreRevision(index *treeIndex, k, v []byte, kv *mvccpb.KeyValue) (Revisi
 	if key == nil {
 		key = []byte{}
 	}
-	index.restore(key, rev, tomb, kv.CreateRevision, kv.Version)
+	loader.Add(key, rev, tomb, kv.CreateRevision, kv.Version)
 	return rev, tomb, nil
 }
 

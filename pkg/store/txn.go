@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 
+	"github.com/cairnkv/cairn/pkg/keyindex"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -195,7 +196,7 @@ func (ws writeSet) collide() bool {
 		switch {
 		case len(d.end) == 0:
 			hi = search(d.key, true)
-		case isInfiniteEnd(d.end):
+		case keyindex.IsInfiniteEnd(d.end):
 			hi = len(puts)
 		default:
 			hi = search(d.end, false) // an end at or before the key: empty

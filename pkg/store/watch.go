@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cairnkv/cairn/pkg/keyindex"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -152,7 +153,7 @@ func (ws *WatchStream) Watch(id WatchID, key, end []byte, startRev int64, opts W
 	if startRev < 0 {
 		return 0, ErrCompacted
 	}
-	if len(end) > 0 && !isInfiniteEnd(end) && bytes.Compare(key, end) >= 0 {
+	if len(end) > 0 && !keyindex.IsInfiniteEnd(end) && bytes.Compare(key, end) >= 0 {
 		return 0, ErrEmptyWatcherRange
 	}
 	h := ws.hub
@@ -341,7 +342,7 @@ func (r watchRange) matches(key []byte) bool {
 	switch r.end {
 	case "":
 		return string(key) == r.key
-	case "\x00": // isInfiniteEnd
+	case "\x00": // keyindex.IsInfiniteEnd
 		return string(key) >= r.key
 	}
 	return string(key) >= r.key && string(key) < r.end

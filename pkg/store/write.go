@@ -62,9 +62,9 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 	}
 	rev := w.nextRevision()
 	kv := &mvccpb.KeyValue{Key: key, Value: value, CreateRevision: rev.Main, ModRevision: rev.Main, Version: 1, Lease: lease}
-	if cur, ok := w.s.index.get(key, rev.Main); ok {
-		kv.CreateRevision = cur.created.Main
-		kv.Version = cur.version + 1
+	if cur, ok := w.s.index.Get(key, rev.Main); ok {
+		kv.CreateRevision = cur.Created.Main
+		kv.Version = cur.Version + 1
 	} else {
 		w.counts.keys++
 	}
@@ -72,7 +72,7 @@ func (w *WriteTxn) Put(key, value []byte, lease int64) (*mvccpb.KeyValue, error)
 		w.err = err
 		return nil, err
 	}
-	w.s.index.put(key, rev)
+	w.s.index.Put(key, rev)
 	w.s.leases.attach(string(key), lease)
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
 	w.counts.puts++
@@ -112,9 +112,9 @@ func (w *WriteTxn) DeleteKeys(key, end []byte) (int64, error) {
 		return 0, w.err
 	}
 	w.counts.deletes++
-	kas, _ := w.s.index.rangeAt(key, end, w.Rev(), 0)
+	kas, _ := w.s.index.RangeAt(key, end, w.Rev(), 0)
 	for _, ka := range kas {
-		if err := w.deleteKey(ka.key); err != nil {
+		if err := w.deleteKey(ka.Key); err != nil {
 			return 0, err
 		}
 	}
@@ -128,7 +128,7 @@ func (w *WriteTxn) deleteKey(key []byte) error {
 		w.err = err
 		return err
 	}
-	w.s.index.tombstone(key, rev)
+	w.s.index.Tombstone(key, rev)
 	w.counts.keys--
 	w.s.leases.detach(string(key))
 	w.changes = append(w.changes, &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: key, ModRevision: rev.Main}})

@@ -1,7 +1,14 @@
-package store
+// Package keyindex is the MVCC store's key index: for each key, the
+// revisions of its puts and tombstones in generations, kept in memory and
+// ordered by key, so that a read at any revision finds where each key's
+// value is, and a count of any range is a descent of a counted tree. The
+// store feeds it every change, and rebuilds it from the db's revisions when
+// it opens (Loader).
+package keyindex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
@@ -9,11 +16,11 @@ import (
 	"github.com/cairnkv/cairn/pkg/ostree"
 )
 
-// treeIndex maps each key to its keyIndex, ordered by key. Its tree
+// Index maps each key to its keyIndex, ordered by key. Its tree
 // weighs each key 1 while it exists at the latest revision, so that how
 // many exist in a range is a descent of the tree; changes corrects that
 // count for a read at an earlier revision. It is safe for concurrent use.
-type treeIndex struct {
+type Index struct {
 	mu      sync.RWMutex
 	tree    *ostree.Tree[indexItem]
 	changes changeLog
@@ -40,6 +47,14 @@ func lessItem(a, b indexItem) bool {
 	return bytes.Compare(a.ki.key, b.ki.key) < 0
 }
 
+// compareItems orders items as lessItem does, for sorting.
+func compareItems(a, b indexItem) int {
+	if a.head != b.head {
+		return cmp.Compare(a.head, b.head)
+	}
+	return bytes.Compare(a.ki.key, b.ki.key)
+}
+
 func keyHead(key []byte) uint64 {
 	var b [8]byte
 	copy(b[:], key)
@@ -63,8 +78,8 @@ func (it indexItem) existsAt(atRev int64) bool {
 	return ok
 }
 
-func newTreeIndex() *treeIndex {
-	return &treeIndex{tree: ostree.New(lessItem, liveWeight), changes: changeLog{limit: maxChanges}}
+func New() *Index {
+	return &Index{tree: ostree.New(lessItem, liveWeight), changes: changeLog{limit: maxChanges}}
 }
 
 // liveWeight weighs a key 1 while it exists.
@@ -75,27 +90,28 @@ func liveWeight(it indexItem) int {
 	return 0
 }
 
-// keyAt is the state of one key at a revision, as the index knows it.
-type keyAt struct {
-	key     []byte
-	mod     Revision
-	created Revision
-	version int64
+// KeyAt is the state of one key at a revision, as the index knows it: the
+// revision of its value, that of the put that created it, its version.
+type KeyAt struct {
+	Key     []byte
+	Mod     Revision
+	Created Revision
+	Version int64
 }
 
 // at returns the state of ki at atRev.
-func (ki *keyIndex) at(atRev int64) (keyAt, bool) {
+func (ki *keyIndex) at(atRev int64) (KeyAt, bool) {
 	mod, created, ver, ok := ki.get(atRev)
-	return keyAt{key: ki.key, mod: mod, created: created, version: ver}, ok
+	return KeyAt{Key: ki.key, Mod: mod, Created: created, Version: ver}, ok
 }
 
 // get returns the state of key at atRev.
-func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
+func (ti *Index) Get(key []byte, atRev int64) (KeyAt, bool) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	it, ok := ti.tree.Get(itemFor(key))
 	if !ok {
-		return keyAt{}, false
+		return KeyAt{}, false
 	}
 	return it.ki.at(atRev)
 }
@@ -103,7 +119,7 @@ func (ti *treeIndex) get(key []byte, atRev int64) (keyAt, bool) {
 // visit calls fn for the item of each key in [key, end) in key order until
 // fn returns false. An empty end means the single key; end "\x00" means
 // every key from key on.
-func (ti *treeIndex) visit(key, end []byte, fn func(indexItem) bool) {
+func (ti *Index) visit(key, end []byte, fn func(indexItem) bool) {
 	if len(end) == 0 {
 		if it, ok := ti.tree.Get(itemFor(key)); ok {
 			fn(it)
@@ -111,7 +127,7 @@ func (ti *treeIndex) visit(key, end []byte, fn func(indexItem) bool) {
 		return
 	}
 	from, to := itemFor(key), itemFor(end)
-	hasFrom, hasTo := true, !isInfiniteEnd(end)
+	hasFrom, hasTo := true, !IsInfiniteEnd(end)
 	if hasTo && bytes.Compare(key, end) >= 0 {
 		return
 	}
@@ -135,30 +151,32 @@ func (ti *treeIndex) visit(key, end []byte, fn func(indexItem) bool) {
 	}
 }
 
-func isInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
+// IsInfiniteEnd reports whether end is "\x00", the range end that means
+// every key from the range's key on.
+func IsInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 
 // rangeAt returns the states at atRev of the keys in [key, end) that exist
 // then, at most limit of them (0 for no limit), and how many exist in all.
-func (ti *treeIndex) rangeAt(key, end []byte, atRev int64, limit int) (kas []keyAt, total int) {
+func (ti *Index) RangeAt(key, end []byte, atRev int64, limit int) (kas []KeyAt, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	kas = make([]keyAt, 0, ti.countWalk(key, end, atRev, limit))
-	total = ti.visitAtLocked(key, end, atRev, limit, func(ka keyAt) { kas = append(kas, ka) })
+	kas = make([]KeyAt, 0, ti.countWalk(key, end, atRev, limit))
+	total = ti.visitAtLocked(key, end, atRev, limit, func(ka KeyAt) { kas = append(kas, ka) })
 	return kas, total
 }
 
 // modRevisionsAt is rangeAt for a caller that needs only where each key's
-// value is: its mod revision, a quarter of a keyAt's size.
-func (ti *treeIndex) modRevisionsAt(key, end []byte, atRev int64, limit int) (mods []Revision, total int) {
+// value is: its mod revision, a quarter of a KeyAt's size.
+func (ti *Index) ModRevisionsAt(key, end []byte, atRev int64, limit int) (mods []Revision, total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	mods = make([]Revision, 0, ti.countWalk(key, end, atRev, limit))
-	total = ti.visitAtLocked(key, end, atRev, limit, func(ka keyAt) { mods = append(mods, ka.mod) })
+	total = ti.visitAtLocked(key, end, atRev, limit, func(ka KeyAt) { mods = append(mods, ka.Mod) })
 	return mods, total
 }
 
 // visitAt calls fn as visitAtLocked does.
-func (ti *treeIndex) visitAt(key, end []byte, atRev int64, limit int, fn func(keyAt)) (total int) {
+func (ti *Index) VisitAt(key, end []byte, atRev int64, limit int, fn func(KeyAt)) (total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	return ti.visitAtLocked(key, end, atRev, limit, fn)
@@ -172,9 +190,9 @@ func (ti *treeIndex) visitAt(key, end []byte, atRev int64, limit int, fn func(ke
 // The items are taken a batch at a time and their keyIndexes and keys
 // loaded by warm before any is read: in a large keyspace each is a cache
 // miss, and loads that do not depend on each other are waited for together.
-func (ti *treeIndex) visitAtLocked(key, end []byte, atRev int64, limit int, fn func(keyAt)) (total int) {
+func (ti *Index) visitAtLocked(key, end []byte, atRev int64, limit int, fn func(KeyAt)) (total int) {
 	taken := 0
-	var batch [warmBatch]indexItem
+	var batch [WarmBatch]indexItem
 	n := 0
 	take := func() {
 		warm(batch[:n])
@@ -207,9 +225,9 @@ func (ti *treeIndex) visitAtLocked(key, end []byte, atRev int64, limit int, fn f
 	return taken
 }
 
-// warmBatch is how many keys warm loads at once: enough to keep the
+// WarmBatch is how many keys warm loads at once: enough to keep the
 // processor's outstanding misses busy, few enough to stay in its cache.
-const warmBatch = 32
+const WarmBatch = 32
 
 // warmed keeps warm's loads from being optimized away.
 var warmed atomic.Uintptr
@@ -236,7 +254,7 @@ func warm(items []indexItem) {
 
 // countAt returns how many keys in [key, end) exist at atRev. It allocates
 // nothing per key.
-func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
+func (ti *Index) CountAt(key, end []byte, atRev int64) int {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	return ti.countLocked(key, end, atRev)
@@ -246,7 +264,7 @@ func (ti *treeIndex) countAt(key, end []byte, atRev int64) int {
 // counted tree, corrected by the changes since atRev, unless there are more
 // of those than keys in the range, or the log does not reach back to atRev:
 // then a walk of the range.
-func (ti *treeIndex) countLocked(key, end []byte, atRev int64) int {
+func (ti *Index) countLocked(key, end []byte, atRev int64) int {
 	if len(end) == 0 {
 		if it, ok := ti.tree.Get(itemFor(key)); ok && it.existsAt(atRev) {
 			return 1
@@ -254,7 +272,7 @@ func (ti *treeIndex) countLocked(key, end []byte, atRev int64) int {
 		return 0
 	}
 	upToItems, upToLive := ti.tree.Len(), ti.tree.Weight() // before end
-	if !isInfiniteEnd(end) {
+	if !IsInfiniteEnd(end) {
 		if bytes.Compare(key, end) >= 0 {
 			return 0
 		}
@@ -271,7 +289,7 @@ func (ti *treeIndex) countLocked(key, end []byte, atRev int64) int {
 
 // countWalk counts the keys of [key, end) that exist at atRev by walking
 // them, stopping at limit (0: no limit). ti.mu is held.
-func (ti *treeIndex) countWalk(key, end []byte, atRev int64, limit int) int {
+func (ti *Index) countWalk(key, end []byte, atRev int64, limit int) int {
 	n := 0
 	ti.visit(key, end, func(it indexItem) bool {
 		if it.existsAt(atRev) {
@@ -283,7 +301,7 @@ func (ti *treeIndex) countWalk(key, end []byte, atRev int64, limit int) int {
 }
 
 // put records that key changed at rev.
-func (ti *treeIndex) put(key []byte, rev Revision) {
+func (ti *Index) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	var ki *keyIndex
@@ -298,12 +316,12 @@ func (ti *treeIndex) put(key []byte, rev Revision) {
 }
 
 // update stores ki's item after a change of ki. ti.mu is held.
-func (ti *treeIndex) update(ki *keyIndex) {
+func (ti *Index) update(ki *keyIndex) {
 	ti.tree.ReplaceOrInsert(itemOf(ki))
 }
 
 // tombstone records that key was deleted at rev; false when it did not exist.
-func (ti *treeIndex) tombstone(key []byte, rev Revision) bool {
+func (ti *Index) Tombstone(key []byte, rev Revision) bool {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	it, ok := ti.tree.Get(itemFor(key))
@@ -317,7 +335,7 @@ func (ti *treeIndex) tombstone(key []byte, rev Revision) bool {
 
 // compact drops the history no read at or after atRev needs and returns the
 // revisions at or before atRev that must stay in the backend.
-func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
+func (ti *Index) Compact(atRev int64) map[Revision]struct{} {
 	available := make(map[Revision]struct{})
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
@@ -338,7 +356,7 @@ func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
 // keep returns the revisions at or before compactRev that a compaction at
 // compactRev retains and that are still their key's latest at atRev, and
 // how many a compaction at compactRev retains in all.
-func (ti *treeIndex) keep(compactRev, atRev int64) (visible map[Revision]struct{}, retained int) {
+func (ti *Index) Keep(compactRev, atRev int64) (visible map[Revision]struct{}, retained int) {
 	visible = make(map[Revision]struct{})
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
@@ -358,34 +376,8 @@ func (ti *treeIndex) keep(compactRev, atRev int64) (visible map[Revision]struct{
 }
 
 // len returns the number of keys with history in the index.
-func (ti *treeIndex) len() int {
+func (ti *Index) Len() int {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
 	return ti.tree.Len()
-}
-
-// restore replays one backend revision into the index (see
-// keyIndex.restore); key is copied if the index keeps it. The revisions come
-// in revision order, so at a restart most are the only revision of a key
-// not yet in the index: such a key goes in with one descent of the tree,
-// where a lookup first took two.
-func (ti *treeIndex) restore(key []byte, rev Revision, tombstone bool, createRev, version int64) {
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	ti.changes.skip(rev.Main)
-	if tombstone {
-		if it, ok := ti.tree.Get(itemFor(key)); ok {
-			it.ki.restore(rev, tombstone, createRev, version)
-			ti.update(it.ki)
-		} // else a deletion with no surviving history changes nothing
-		return
-	}
-	ti.tree.Update(itemFor(key), func(old indexItem, found bool) indexItem {
-		ki := old.ki
-		if !found {
-			ki = newKeyIndex(bytes.Clone(key))
-		}
-		ki.restore(rev, tombstone, createRev, version)
-		return itemOf(ki)
-	})
 }

@@ -1,4 +1,4 @@
-package store
+package keyindex
 
 import (
 	"fmt"
@@ -11,30 +11,30 @@ import (
 // them, at revision 1+n; then 200 changes in the range (updates, deletes
 // and creates) after it. Its compares counts the index's key comparisons.
 type pagedIndex struct {
-	ti       *treeIndex
+	ti       *Index
 	compares int
 	listRev  int64
 }
 
 func newPagedIndex(n int) *pagedIndex {
 	p := &pagedIndex{}
-	p.ti = &treeIndex{changes: changeLog{limit: maxChanges}}
+	p.ti = &Index{changes: changeLog{limit: maxChanges}}
 	p.ti.tree = ostree.New(func(a, b indexItem) bool { p.compares++; return lessItem(a, b) }, liveWeight)
 	rev := int64(1)
 	for i := range n {
 		rev++
-		p.ti.put(fmt.Appendf(nil, "/registry/pods/%09d", i*2), Revision{Main: rev})
+		p.ti.Put(fmt.Appendf(nil, "/registry/pods/%09d", i*2), Revision{Main: rev})
 	}
 	rev++
-	p.ti.put([]byte("/registry/zzz"), Revision{Main: rev}) // keeps the range's end a bound of the walk
+	p.ti.Put([]byte("/registry/zzz"), Revision{Main: rev}) // keeps the range's end a bound of the walk
 	p.listRev = rev
 	for i := range 200 {
 		rev++
 		k := fmt.Appendf(nil, "/registry/pods/%09d", (i*7919%n)*2+i%3/2) // odd: created
 		if i%3 == 0 {
-			p.ti.tombstone(k, Revision{Main: rev})
+			p.ti.Tombstone(k, Revision{Main: rev})
 		} else {
-			p.ti.put(k, Revision{Main: rev})
+			p.ti.Put(k, Revision{Main: rev})
 		}
 	}
 	return p
@@ -46,7 +46,7 @@ func newPagedIndex(n int) *pagedIndex {
 func (p *pagedIndex) page(n, limit int) (int, int, int) {
 	from := fmt.Appendf(nil, "/registry/pods/%09d", n)
 	p.compares = 0
-	kas, total := p.ti.rangeAt(from, []byte("/registry/pods0"), p.listRev, limit)
+	kas, total := p.ti.RangeAt(from, []byte("/registry/pods0"), p.listRev, limit)
 	return len(kas), total, p.compares
 }
 
@@ -73,8 +73,8 @@ func TestPageCostIsFlat(t *testing.T) {
 	}
 	for _, p := range []*pagedIndex{small, large} {
 		from, end := []byte("/registry/pods/000001000"), []byte("/registry/pods0")
-		if a := testing.AllocsPerRun(20, func() { p.ti.countAt(from, end, p.listRev) }); a > 4 {
-			t.Errorf("a count allocates %.0f times in a range of %d keys", a, p.ti.len())
+		if a := testing.AllocsPerRun(20, func() { p.ti.CountAt(from, end, p.listRev) }); a > 4 {
+			t.Errorf("a count allocates %.0f times in a range of %d keys", a, p.ti.Len())
 		}
 	}
 	// Past the change log: the walk of the rest shows in the compares.

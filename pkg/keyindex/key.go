@@ -1,4 +1,4 @@
-package store
+package keyindex
 
 // A keyIndex is the history of one key: its generations, oldest first. A
 // generation runs from the put that created the key (version 1) to the

@@ -1,4 +1,4 @@
-package store
+package keyindex
 
 import "sort"
 
@@ -96,7 +96,7 @@ func inRange(k, key, end []byte) bool {
 	switch {
 	case len(end) == 0:
 		return string(k) == string(key)
-	case isInfiniteEnd(end):
+	case IsInfiniteEnd(end):
 		return string(k) >= string(key)
 	}
 	return string(k) >= string(key) && string(k) < string(end)
