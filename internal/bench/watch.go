@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -27,6 +28,7 @@ type benchWatchOptions struct {
 	eventTimeout      time.Duration
 	prefix            string // every watcher watches the keys under it
 	createdFile       string // written once every watcher is created
+	catchUp           bool   // the puts first, then watchers created at the first put's revision
 }
 
 func newBenchWatchCommand(g Globals, o *benchOptions) *cobra.Command {
@@ -47,11 +49,19 @@ With --watch-prefix P, every watcher watches the keys that start with P
 (one range watcher each) and the puts go to P followed by the watched keys:
 each put is an event for every watcher.
 
+With --catch-up the puts come first, then the watchers are created, each at
+the revision of the first put, as clients that reconnect after a restart
+resume their watches: each watcher catches up on the history of the puts.
+Event delivery is then measured from the first creation: its slowest is the
+time until every watcher is current.
+
 The report has three parts: watch creation, the puts, event delivery.`,
 		Example: `  cairn bench watch --streams 10 --watchers-per-stream 100 --watched-key-total 10 \
     --clients 10 --conns 10 --total 2000 --rate 500
   cairn bench watch --streams 100 --watchers-per-stream 100 --watch-prefix /bench/ \
-    --watched-key-total 100 --clients 10 --conns 10 --total 200 --rate 20`,
+    --watched-key-total 100 --clients 10 --conns 10 --total 200 --rate 20
+  cairn bench watch --catch-up --streams 10 --watchers-per-stream 100 --watch-prefix /bench/ \
+    --watched-key-total 1000 --clients 100 --conns 10 --total 100000 --val-size 256`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if w.streams < 1 || w.watchersPerStream < 1 {
@@ -80,6 +90,7 @@ The report has three parts: watch creation, the puts, event delivery.`,
 	f.StringVar(&w.prefix, "watch-prefix", "", "Watch the keys under this prefix (every watcher), and put keys under it")
 	f.DurationVar(&w.eventTimeout, "event-timeout", 30*time.Second, "How long to wait for the last events once the puts are done")
 	f.StringVar(&w.createdFile, "created-file", "", "Write this file once every watcher is created (for a script that measures the phases apart)")
+	f.BoolVar(&w.catchUp, "catch-up", false, "Put first, then create the watchers at the first put's revision: each catches up on the puts")
 	return cmd
 }
 
@@ -123,50 +134,101 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 			return fmt.Errorf("open watch stream: %w", err)
 		}
 	}
-
-	// Phase 1: create the watchers, each stream one after the other.
-	watchersOnKey := make([]int, w.keys.Space)
-	prefixWatchers := 0
 	var prefix, prefixEnd []byte
 	if w.prefix != "" {
 		prefix = []byte(w.prefix)
 		prefixEnd = prefixRangeEnd(prefix)
 	}
-	var keyMu sync.Mutex
+	// Watcher i watches key i % the key space (or the prefix), and put i
+	// goes to key i % the key space: the events each put makes are known.
+	watchers := w.streams * w.watchersPerStream
+	watchersOnKey := make([]int, w.keys.Space)
+	for i := range watchers {
+		watchersOnKey[i%w.keys.Space]++
+	}
+	expected := 0
+	for seq := range s.o.total {
+		if prefix != nil {
+			expected += watchers
+		} else {
+			expected += watchersOnKey[seq%w.keys.Space]
+		}
+	}
+
+	value := loadgen.RandomValue(w.valSize)
+	keys := loadgen.Keys{Size: w.keys.Size, Space: w.keys.Space, Sequential: true}
+	var firstRev atomic.Int64 // the lowest revision of a put
+	firstRev.Store(math.MaxInt64)
+	putAll := func() (*loadgen.Result, error) {
+		bar := newProgressBar(s.cmd.ErrOrStderr())
+		defer bar.finish()
+		return loadgen.Run(ctx, loadgen.Options{
+			Workers: s.o.clients, Total: s.o.total, Rate: s.o.rate, Progress: bar.update,
+		}, func(worker int) (loadgen.Request, error) {
+			kv := s.clientFor(worker).KV
+			return func(ctx context.Context, seq int) error {
+				v := slices.Clone(value)
+				binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+				key := keys.Next(seq)
+				if prefix != nil {
+					key = append(slices.Clip(prefix), key...)
+				}
+				resp, err := kv.Put(ctx, &pb.PutRequest{Key: key, Value: v})
+				if err == nil {
+					for rev := resp.GetHeader().GetRevision(); ; {
+						low := firstRev.Load()
+						if rev >= low || firstRev.CompareAndSwap(low, rev) {
+							break
+						}
+					}
+				}
+				return err
+			}, nil
+		})
+	}
+
+	var puts *loadgen.Result
+	if w.catchUp {
+		var err error
+		if puts, err = putAll(); err != nil {
+			return err
+		}
+		if puts.Failed() > 0 {
+			return fmt.Errorf("%d puts of the history failed: %v", puts.Failed(), puts.Errors)
+		}
+	}
+
+	// The streams are read from before the first creation: in a catch-up
+	// the events come while later watchers are still being created.
+	events := newEventCollector(expected)
+	start := time.Now()
+	if w.catchUp {
+		events.from = start
+	}
+	var receivers sync.WaitGroup
+	for _, st := range streams {
+		receivers.Go(func() { events.receive(st, expected/len(streams)) })
+	}
+
+	// Phase 1: create the watchers, each stream one after the other.
 	bar := newProgressBar(s.cmd.ErrOrStderr())
 	creation, err := loadgen.Run(ctx, loadgen.Options{
-		Workers: w.streams, Total: w.streams * w.watchersPerStream, Progress: bar.update,
+		Workers: w.streams, Total: watchers, Progress: bar.update,
 	}, func(worker int) (loadgen.Request, error) {
 		st := streams[worker]
 		return func(_ context.Context, seq int) error {
-			n := seq % w.keys.Space
-			cr := &pb.WatchCreateRequest{Key: w.keys.Key(n)}
+			cr := &pb.WatchCreateRequest{Key: w.keys.Key(seq % w.keys.Space)}
 			if prefix != nil {
 				cr = &pb.WatchCreateRequest{Key: prefix, RangeEnd: prefixEnd}
+			}
+			if w.catchUp {
+				cr.StartRevision = firstRev.Load()
 			}
 			create := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: cr}}
 			if err := st.send(create); err != nil {
 				return err
 			}
-			for {
-				resp, err := st.recv()
-				if err != nil {
-					return err
-				}
-				if resp.canceled {
-					return fmt.Errorf("watch refused: %s", resp.cancelReason)
-				}
-				if resp.created {
-					keyMu.Lock()
-					if prefix != nil {
-						prefixWatchers++
-					} else {
-						watchersOnKey[n]++
-					}
-					keyMu.Unlock()
-					return nil
-				}
-			}
+			return <-st.created
 		}, nil
 	})
 	bar.finish()
@@ -183,41 +245,19 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	}
 
 	// Phase 2: the puts, and the events they cause.
-	expected := 0
-	for seq := range s.o.total {
-		expected += watchersOnKey[seq%w.keys.Space] + prefixWatchers
-	}
-	events := newEventCollector(expected)
-	var receivers sync.WaitGroup
-	for _, st := range streams {
-		receivers.Go(func() { events.receive(st, expected/len(streams)) })
-	}
-	value := loadgen.RandomValue(w.valSize)
-	keys := loadgen.Keys{Size: w.keys.Size, Space: w.keys.Space, Sequential: true}
-	bar = newProgressBar(s.cmd.ErrOrStderr())
-	putsStart := time.Now()
-	puts, err := loadgen.Run(ctx, loadgen.Options{
-		Workers: s.o.clients, Total: s.o.total, Rate: s.o.rate, Progress: bar.update,
-	}, func(worker int) (loadgen.Request, error) {
-		kv := s.clientFor(worker).KV
-		return func(ctx context.Context, seq int) error {
-			v := slices.Clone(value)
-			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-			key := keys.Next(seq)
-			if prefix != nil {
-				key = append(slices.Clip(prefix), key...)
-			}
-			_, err := kv.Put(ctx, &pb.PutRequest{Key: key, Value: v})
+	if !w.catchUp {
+		start = time.Now()
+		if puts, err = putAll(); err != nil {
 			return err
-		}, nil
-	})
-	bar.finish()
-	if err != nil {
-		return err
-	}
-	if puts.Failed() > 0 {
-		// Not exact per key, but the run is already flawed.
-		events.expect(-puts.Failed() * max(prefixWatchers, 1))
+		}
+		if puts.Failed() > 0 {
+			// Not exact per key, but the run is already flawed.
+			perPut := 1
+			if prefix != nil {
+				perPut = watchers
+			}
+			events.expect(-puts.Failed() * perPut)
+		}
 	}
 	timer := time.NewTimer(w.eventTimeout)
 	select {
@@ -228,12 +268,13 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 	timer.Stop()
 	cancel()
 	receivers.Wait()
-	delivered := events.result(putsStart)
+	delivered := events.result(start)
 
 	return s.print(&watchBenchResult{
 		Benchmark: "watch",
 		Parameters: s.parameters(map[string]any{"streams": w.streams, "watchers-per-stream": w.watchersPerStream,
-			"watched-key-total": w.keys.Space, "key-size": w.keys.Size, "val-size": w.valSize, "watch-prefix": w.prefix}),
+			"watched-key-total": w.keys.Space, "key-size": w.keys.Size, "val-size": w.valSize, "watch-prefix": w.prefix,
+			"catch-up": w.catchUp}),
 		Creation: creation.Summarize(),
 		Puts:     puts.Summarize(),
 		Events:   delivered.Summarize(),
@@ -244,6 +285,9 @@ func runWatchBench(s *benchSession, w *benchWatchOptions) error {
 // eventCollector gathers the delivery latencies of the events of every
 // stream and says when all expected events have arrived.
 type eventCollector struct {
+	// from, when set, is when every event's latency is measured from;
+	// otherwise from the sending time its value carries.
+	from      time.Time
 	mu        sync.Mutex
 	latencies [][]time.Duration // of each stream whose receive has returned
 	last      time.Time
@@ -267,22 +311,31 @@ func (e *eventCollector) expect(delta int) {
 }
 
 // receive records the events of one stream, about expected of them, until
-// it ends. The latencies stay with the stream until then: the receivers
-// share nothing but two counters while the events arrive.
+// it ends, and tells the stream's creations their answers. The latencies
+// stay with the stream until then: the receivers share nothing but two
+// counters while the events arrive.
 func (e *eventCollector) receive(stream *watchFrameStream, expected int) {
 	lats := make([]time.Duration, 0, expected)
 	var last time.Time
 	for {
 		resp, err := stream.recv()
 		if err != nil {
+			stream.answerCreation(&watchFrame{canceled: true, cancelReason: "the stream ended: " + err.Error()})
 			break
+		}
+		if resp.created || resp.canceled {
+			stream.answerCreation(resp)
 		}
 		if len(resp.sent) == 0 {
 			continue
 		}
 		last = time.Now()
 		for _, sent := range resp.sent {
-			lats = append(lats, last.Sub(time.Unix(0, sent)))
+			if e.from.IsZero() {
+				lats = append(lats, last.Sub(time.Unix(0, sent)))
+			} else {
+				lats = append(lats, last.Sub(e.from))
+			}
 		}
 		if e.received.Add(int64(len(resp.sent))) >= e.expected.Load() {
 			e.closeOnce.Do(func() { close(e.complete) })

@@ -136,6 +136,9 @@ func (watchFrameCodec) Name() string { return "proto" }
 type watchFrameStream struct {
 	stream grpc.ClientStream
 	frame  watchFrame
+	// created is the answer to the stream's pending watch creation: nil,
+	// or why the watch was refused. Its receiver sends it.
+	created chan error
 }
 
 func openWatchFrameStream(ctx context.Context, conn grpc.ClientConnInterface) (*watchFrameStream, error) {
@@ -144,10 +147,24 @@ func openWatchFrameStream(ctx context.Context, conn grpc.ClientConnInterface) (*
 	if err != nil {
 		return nil, err
 	}
-	return &watchFrameStream{stream: st}, nil
+	return &watchFrameStream{stream: st, created: make(chan error, 1)}, nil
 }
 
 func (s *watchFrameStream) send(req *pb.WatchRequest) error { return s.stream.SendMsg(req) }
+
+// answerCreation hands the creation waiting on created the answer of f, a
+// created or canceled response. A cancellation nobody waits for (a watch
+// canceled once created) is dropped.
+func (s *watchFrameStream) answerCreation(f *watchFrame) {
+	var answer error
+	if f.canceled {
+		answer = fmt.Errorf("watch refused: %s", f.cancelReason)
+	}
+	select {
+	case s.created <- answer:
+	default:
+	}
+}
 
 // recv reads the next response; what it returns is valid until the next recv.
 func (s *watchFrameStream) recv() (*watchFrame, error) {

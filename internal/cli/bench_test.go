@@ -121,37 +121,24 @@ func TestBenchWorkloads(t *testing.T) {
 		}
 	})
 	t.Run("watch", func(t *testing.T) {
-		out := cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
-			"--watched-key-total", "5", "--total", "50", "--clients", "5", "--conns", "2")
-		var w struct {
-			Creation, Puts, Events benchJSON
-			Missing                int `json:"missing_events"`
-		}
-		if err := json.Unmarshal([]byte(out), &w); err != nil {
-			t.Fatalf("%s: %v", out, err)
-		}
 		// 12 watchers over 5 keys: keys 0 and 1 have 3 watchers, the others 2;
 		// 50 puts, 10 on each key: 10*(3+3+2+2+2) events.
-		if w.Creation.Requests != 12 || w.Puts.Requests != 50 || w.Events.Requests != 120 || w.Missing != 0 {
-			t.Errorf("watch report: %d creations, %d puts, %d events, %d missing; want 12, 50, 120, 0\n%s",
-				w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, out)
-		}
+		checkWatchReport(t, cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
+			"--watched-key-total", "5", "--total", "50", "--clients", "5", "--conns", "2"), 12, 50, 120)
+	})
+	t.Run("watch-catch-up", func(t *testing.T) {
+		// The puts first, then the same watchers created at the first put's
+		// revision: each catches up on the events it would have had.
+		checkWatchReport(t, cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--catch-up", "--streams", "3",
+			"--watchers-per-stream", "4", "--watched-key-total", "5", "--total", "50", "--clients", "5", "--conns", "2"), 12, 50, 120)
+		checkWatchReport(t, cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--catch-up", "--streams", "3",
+			"--watchers-per-stream", "4", "--watch-prefix", "cu/", "--watched-key-total", "5", "--total", "30",
+			"--clients", "5", "--conns", "2"), 12, 30, 360)
 	})
 	t.Run("watch-prefix", func(t *testing.T) {
-		out := cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
-			"--watch-prefix", "wp/", "--watched-key-total", "5", "--total", "30", "--clients", "5", "--conns", "2")
-		var w struct {
-			Creation, Puts, Events benchJSON
-			Missing                int `json:"missing_events"`
-		}
-		if err := json.Unmarshal([]byte(out), &w); err != nil {
-			t.Fatalf("%s: %v", out, err)
-		}
 		// 12 watchers on the prefix, each gets every one of the 30 puts.
-		if w.Creation.Requests != 12 || w.Puts.Requests != 30 || w.Events.Requests != 360 || w.Missing != 0 {
-			t.Errorf("watch report: %d creations, %d puts, %d events, %d missing; want 12, 30, 360, 0\n%s",
-				w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, out)
-		}
+		checkWatchReport(t, cairnOutput(t, endpoints, "-w", "json", "bench", "watch", "--streams", "3", "--watchers-per-stream", "4",
+			"--watch-prefix", "wp/", "--watched-key-total", "5", "--total", "30", "--clients", "5", "--conns", "2"), 12, 30, 360)
 		resp, err := c.KV.Range(ctx, &pb.RangeRequest{Key: []byte("wp/"), RangeEnd: []byte("wp0"), CountOnly: true})
 		if err != nil {
 			t.Fatal(err)
@@ -183,5 +170,22 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		if code == 0 || stdout != "" || !strings.HasPrefix(stderr, "Error: ") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("cairn %s: exit %d, printed %q and %q on stderr; want a one-line error", strings.Join(args, " "), code, stdout, stderr)
 		}
+	}
+}
+
+// checkWatchReport checks the JSON report of bench watch: its creations,
+// puts and delivered events, and that no event is missing.
+func checkWatchReport(t *testing.T, out string, creations, puts, events int) {
+	t.Helper()
+	var w struct {
+		Creation, Puts, Events benchJSON
+		Missing                int `json:"missing_events"`
+	}
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if w.Creation.Requests != creations || w.Puts.Requests != puts || w.Events.Requests != events || w.Missing != 0 {
+		t.Errorf("watch report: %d creations, %d puts, %d events, %d missing; want %d, %d, %d, 0\n%s",
+			w.Creation.Requests, w.Puts.Requests, w.Events.Requests, w.Missing, creations, puts, events, out)
 	}
 }
