@@ -8,7 +8,19 @@ import (
 	"time"
 )
 
-var seedFlag = flag.Int64("keyindex.seed", 0, "seed of TestCountAgainstAWalk and TestIndexLoaderAgainstTheLiveIndex (0: time-based)")
+var seedFlag = flag.Int64("keyindex.seed", 0, "seed of the randomized tests (0: time-based)")
+
+// testSeed is the seed of a randomized test: -keyindex.seed, or the
+// clock's; it is logged with how to replay it.
+func testSeed(t *testing.T) int64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with go test ./pkg/keyindex -run '^%s$' -keyindex.seed=%d)", seed, t.Name(), seed)
+	return seed
+}
 
 // TestCountAgainstAWalk changes random keys of an index (puts, deletes,
 // several changes a revision, compactions) with a change log far shorter
@@ -16,11 +28,7 @@ var seedFlag = flag.Int64("keyindex.seed", 0, "seed of TestCountAgainstAWalk and
 // range at a random revision, and the total a limited read returns, with a
 // walk of the range. Replay a failure with -keyindex.seed=N.
 func TestCountAgainstAWalk(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -keyindex.seed=%d)", seed, seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	ti := New()
 	ti.changes.limit = 64

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -333,46 +334,91 @@ func (ti *Index) Tombstone(key []byte, rev Revision) bool {
 	return true
 }
 
-// compact drops the history no read at or after atRev needs and returns the
-// revisions at or before atRev that must stay in the backend.
+// Compact drops the history no read at or after atRev needs and returns the
+// revisions at or before atRev that must stay in the backend. It holds the
+// index's lock throughout: at a start, before the index serves.
 func (ti *Index) Compact(atRev int64) map[Revision]struct{} {
 	available := make(map[Revision]struct{})
+	for from := []byte{}; from != nil; {
+		from = ti.CompactBatch(atRev, from, math.MaxInt, available)
+	}
+	return available
+}
+
+// CompactBatch compacts at atRev the keys from `from` on, at most limit of
+// them, adds the revisions at or before atRev they keep to available, and
+// returns the key to go on from: nil once the last key is done, when it
+// also forgets the changes up to atRev. It holds the index's lock for the
+// batch only, so that a compaction of millions of keys, a batch at a time,
+// lets the writes and reads between its batches through. Reads at or after
+// atRev find the same whether a key is compacted yet or not.
+func (ti *Index) CompactBatch(atRev int64, from []byte, limit int, available map[Revision]struct{}) (next []byte) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	var emptied []indexItem
-	ti.tree.Ascend(func(it indexItem) bool {
+	next = ti.batch(from, limit, func(it indexItem) {
 		if it.ki.compact(atRev, available) {
 			emptied = append(emptied, it)
 		}
-		return true
 	})
 	for _, it := range emptied {
 		ti.tree.Delete(it)
 	}
-	ti.changes.forget(atRev)
-	return available
+	if next == nil {
+		ti.changes.forget(atRev)
+	}
+	return next
 }
 
-// keep returns the revisions at or before compactRev that a compaction at
+// Keep returns the revisions at or before compactRev that a compaction at
 // compactRev retains and that are still their key's latest at atRev, and
 // how many a compaction at compactRev retains in all.
 func (ti *Index) Keep(compactRev, atRev int64) (visible map[Revision]struct{}, retained int) {
 	visible = make(map[Revision]struct{})
+	for from := []byte{}; from != nil; {
+		var n int
+		n, from = ti.KeepBatch(compactRev, atRev, from, math.MaxInt, visible)
+		retained += n
+	}
+	return visible, retained
+}
+
+// KeepBatch is Keep for the keys from `from` on, at most limit of them: it
+// adds their revisions to visible and returns how many of them the
+// compaction retains, and the key to go on from (nil once the last key is
+// done). It holds the index's read lock for the batch only.
+func (ti *Index) KeepBatch(compactRev, atRev int64, from []byte, limit int, visible map[Revision]struct{}) (retained int, next []byte) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ti.tree.Ascend(func(it indexItem) bool {
+	next = ti.batch(from, limit, func(it indexItem) {
 		ki := it.ki
 		rev, ok := ki.kept(compactRev)
 		if !ok {
-			return true
+			return
 		}
 		retained++
 		if mod, _, _, live := ki.get(atRev); live && mod == rev {
 			visible[rev] = struct{}{}
 		}
+	})
+	return retained, next
+}
+
+// batch calls fn for the items of the keys from `from` on, at most limit
+// of them, and returns the key of the item after them (nil if there is
+// none). ti.mu is held.
+func (ti *Index) batch(from []byte, limit int, fn func(indexItem)) (next []byte) {
+	n := 0
+	ti.tree.AscendGreaterOrEqual(itemFor(from), func(it indexItem) bool {
+		if n == limit {
+			next = it.ki.key
+			return false
+		}
+		fn(it)
+		n++
 		return true
 	})
-	return visible, retained
+	return next
 }
 
 // len returns the number of keys with history in the index.

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 )
 
 // TestIndexLoaderAgainstTheLiveIndex replays random histories of puts and
@@ -15,11 +14,7 @@ import (
 // one of four values, so that most keys share their hash with another.
 // Replay a failure with -keyindex.seed=N.
 func TestIndexLoaderAgainstTheLiveIndex(t *testing.T) {
-	seed := uint64(*seedFlag)
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -keyindex.seed=%d)", seed, seed)
+	seed := uint64(testSeed(t))
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for _, collide := range []bool{false, true} {
 		for _, keys := range []int{1, 50, 3000} {

@@ -28,22 +28,61 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 	if rev < prev || rev == prev && (rev > 0 || w.wt.Get(BucketMeta, MetaScheduledCompactRev) != nil) {
 		return nil, ErrCompacted
 	}
-	// HashKV(rev) is to answer from now on what it answers before the
-	// compaction; the compactor computes that as it goes through the
-	// revisions, with what the index knows before it forgets.
-	hasher := newKVHasher(s.index, prev, rev)
+	// Once the read transactions open now have ended, every read below
+	// rev is refused: the compactor then compacts the index, a batch of
+	// keys at a time, and the backend, without holding up the writes (etcd
+	// compacts its index in a job of its own, too).
 	s.mu.Lock()
-	paused := time.Now()
 	s.compactRev = rev
-	keep := s.index.Compact(rev)
-	since(s.stats.OnIndexCompaction, paused)
 	s.mu.Unlock()
 	if err := w.wt.Put(BucketMeta, MetaScheduledCompactRev, RevisionKey(Revision{Main: rev}, false)); err != nil {
 		w.err = err
 		return nil, err
 	}
 	s.watch.compacted(rev)
-	return s.compactor.enqueue(compactionJob{rev: rev, prevRev: prev, keep: keep, hasher: hasher}), nil
+	return s.compactor.enqueue(compactionJob{rev: rev, prevRev: prev}), nil
+}
+
+// indexCompactionBatch is how many keys of the index a compaction handles
+// under one hold of the index's lock: a few milliseconds.
+const indexCompactionBatch = 10000
+
+// compactIndex prepares job's hasher (HashKV(job.rev) is to answer from
+// then on what it answers before the compaction, with what the index
+// knows before it forgets) and its set of revisions to keep, compacting
+// the index, a batch of keys at a time.
+func (c *compactor) compactIndex(job *compactionJob) error {
+	s := c.s
+	began := time.Now()
+	visible := make(map[Revision]struct{})
+	retained := 0
+	for from := []byte{}; from != nil; {
+		if c.stopped() {
+			return errCompactionStopped
+		}
+		var n int
+		n, from = s.index.KeepBatch(job.prevRev, job.rev, from, indexCompactionBatch, visible)
+		retained += n
+	}
+	job.hasher = newKVHasher(visible, retained, job.prevRev, job.rev)
+	job.keep = make(map[Revision]struct{})
+	for from := []byte{}; from != nil; {
+		if c.stopped() {
+			return errCompactionStopped
+		}
+		from = s.index.CompactBatch(job.rev, from, indexCompactionBatch, job.keep)
+	}
+	since(s.stats.OnIndexCompaction, began)
+	return nil
+}
+
+func (c *compactor) stopped() bool {
+	select {
+	case <-c.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // compactor removes compacted revisions from the backend, one compaction
@@ -62,7 +101,9 @@ type compactor struct {
 type compactionJob struct {
 	rev     int64
 	prevRev int64 // the compaction before this one (0: none)
-	keep    map[Revision]struct{}
+	// keep is the revisions at or before rev that stay; nil until the
+	// index is compacted (a compaction resumed at open finds it done).
+	keep map[Revision]struct{}
 	// hasher computes HashKV(rev) as it was before the compaction; nil
 	// when that is not known (a compaction resumed at open).
 	hasher *kvHasher
@@ -142,6 +183,11 @@ var errCompactionStopped = fmt.Errorf("compaction stopped")
 // revisions for HashKV(job.rev), before any of them is deleted.
 func (c *compactor) compact(job compactionJob) error {
 	s := c.s
+	if job.keep == nil {
+		if err := c.compactIndex(&job); err != nil {
+			return err
+		}
+	}
 	start := RevisionKey(Revision{}, false)
 	end := RevisionKey(Revision{Main: job.rev + 1}, false)
 	pause := time.NewTimer(0)

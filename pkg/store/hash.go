@@ -102,7 +102,8 @@ func (s *Store) compactionHash(rev int64) (KVHash, bool) {
 // hashKV hashes the key bucket up to rev as HashKV describes; scan calls fn
 // on the bucket's entries below upper in key order.
 func hashKV(index *keyindex.Index, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
-	kh := newKVHasher(index, compactRev, rev)
+	keep, retained := index.Keep(compactRev, rev)
+	kh := newKVHasher(keep, retained, compactRev, rev)
 	var writeErr error
 	err := scan(RevisionKey(Revision{Main: rev + 1}, false), func(k, v []byte) bool {
 		writeErr = kh.write(k, v)
@@ -124,10 +125,11 @@ type kvHasher struct {
 	retained   int
 }
 
-// newKVHasher reads what it needs from index, which must not have been
-// compacted past compactRev.
-func newKVHasher(index *keyindex.Index, compactRev, rev int64) *kvHasher {
-	keep, retained := index.Keep(compactRev, rev)
+// newKVHasher hashes as HashKV at rev with the compaction at compactRev,
+// given what the index says of that compaction (Index.Keep): the revisions
+// it retains that are still their key's latest at rev, and how many it
+// retains in all.
+func newKVHasher(keep map[Revision]struct{}, retained int, compactRev, rev int64) *kvHasher {
 	kh := &kvHasher{h: crc32.New(castagnoli), compactRev: compactRev, rev: rev, keep: keep, retained: retained}
 	kh.h.Write(BucketKey)
 	return kh

@@ -27,8 +27,9 @@ type Stats struct {
 	OnCommit     func(time.Duration)
 	OnBoltCommit func(rebalance, spill, write time.Duration)
 	// OnIndexCompaction, OnCompactionBatch and OnCompaction are told how
-	// long a compaction held reads and writes off the index, how long each
-	// of its backend batches held the writers, and how long it took in all.
+	// long a compaction took to compact the index (a batch of keys at a
+	// time, as etcd's takes a key at a time), how long each of its backend
+	// batches held the writers, and how long it took in all.
 	OnIndexCompaction, OnCompactionBatch, OnCompaction func(time.Duration)
 }
 
