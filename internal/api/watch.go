@@ -322,11 +322,18 @@ type outgoing struct {
 	more []*store.EncodedEvents
 }
 
+// coalescedEvents is how many events coalesce gathers in one response at
+// most, before it starts another: a watcher catching up gets windows of
+// about 1,000 revisions, and a batch of 128 of them merged made sends of
+// tens of MB, each of which a watch created on the same stream waited for
+// (20 s for the creation of 1,000 watchers on 10 streams).
+const coalescedEvents = 1000
+
 // coalesce merges the event responses of each watcher in batch into one,
 // as long as no other response of that watcher (a progress notification,
-// its end) or of the whole stream comes between them; the order of each
-// watcher's responses, and of the stream's progress notifications after
-// them, stays as it was.
+// its end) or of the whole stream comes between them, up to
+// coalescedEvents events; the order of each watcher's responses, and of
+// the stream's progress notifications after them, stays as it was.
 func coalesce(batch []store.WatchResponse) []outgoing {
 	out := make([]outgoing, 0, len(batch))
 	var open map[store.WatchID]int // the watcher's event response still open to more
@@ -341,7 +348,7 @@ func coalesce(batch []store.WatchResponse) []outgoing {
 			out = append(out, outgoing{r: r})
 			continue
 		}
-		if i, ok := open[r.WatchID]; ok {
+		if i, ok := open[r.WatchID]; ok && len(out[i].r.Events) < coalescedEvents {
 			o := &out[i]
 			if o.enc != nil && r.Encoded != nil {
 				o.more = append(o.more, r.Encoded)

@@ -290,3 +290,40 @@ func TestCoalesce(t *testing.T) {
 		t.Errorf("the codec sends %x (%v), want %x", bufs.Materialize(), err, wantBytes)
 	}
 }
+
+// TestCoalesceStopsAtABound: a watcher catching up gets many large
+// responses in a row; coalesce merges them into responses of about
+// coalescedEvents events, in order, none lost, so that no send is so large
+// that a creation on the stream waits long for it.
+func TestCoalesceStopsAtABound(t *testing.T) {
+	const perResponse, responses = 300, 20
+	var batch []store.WatchResponse
+	rev := int64(1)
+	for range responses {
+		evs := make([]*mvccpb.Event, perResponse)
+		for i := range evs {
+			rev++
+			evs[i] = &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("k"), ModRevision: rev}}
+		}
+		batch = append(batch, store.WatchResponse{WatchID: 1, Revision: rev, Events: evs, Encoded: store.NewEncodedEvents(evs)})
+	}
+	next := int64(2)
+	out := coalesce(batch)
+	for _, o := range out {
+		if len(o.r.Events) >= coalescedEvents+perResponse {
+			t.Errorf("a response of %d events, past the bound of %d", len(o.r.Events), coalescedEvents)
+		}
+		for _, e := range o.r.Events {
+			if e.Kv.ModRevision != next {
+				t.Fatalf("event of revision %d where %d was next", e.Kv.ModRevision, next)
+			}
+			next++
+		}
+		if o.r.Revision != next-1 || o.enc == nil || len(o.more) != len(o.r.Events)/perResponse-1 {
+			t.Errorf("response at %d after revision %d, encoded %v with %d more", o.r.Revision, next-1, o.enc != nil, len(o.more))
+		}
+	}
+	if next != rev+1 || len(out) < responses*perResponse/(coalescedEvents+perResponse) {
+		t.Errorf("%d responses up to revision %d, want every event up to %d", len(out), next-1, rev)
+	}
+}
