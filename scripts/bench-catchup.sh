@@ -66,16 +66,7 @@ cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
 
 # ---- summary -----------------------------------------------------------------
 
-# med NAME EXT: the median over the rounds of the number in NAME.*.EXT.
-med() { cat "$RESULTS/$1".*."$2" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# ratio EXT: median (lowest–highest) of cairn/etcd over the rounds.
-ratio() {
-  local r out=()
-  for ((r = 1; r <= ROUNDS; r++)); do
-    out+=("$(awk -v a="$(cat "$RESULTS/cairn.$r.$1")" -v b="$(cat "$RESULTS/etcd.$r.$1")" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-  done
-  printf '%s\n' "${out[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f (%.2f–%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'
-}
+REPEAT=$ROUNDS # for med and ratio
 HZ=$(getconf CLK_TCK)
 s() { awk -v v="$1" 'BEGIN { printf "%.1f s", v }'; }
 echo
@@ -86,10 +77,10 @@ echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); afte
 echo
 echo "| measurement | etcd 3.7.3 | cairn | cairn/etcd |"
 echo "|---|---|---|---|"
-echo "| time from the first creation until every watcher is current | $(s "$(med etcd current)") | $(s "$(med cairn current)") | $(ratio current) |"
-echo "| time until every creation is acknowledged | $(s "$(med etcd created)") | $(s "$(med cairn created)") | $(ratio created) |"
-echo "| member peak RSS | $(($(med etcd rss) / 1024)) MiB | $(($(med cairn rss) / 1024)) MiB | $(ratio rss) |"
-echo "| member CPU over the run (the puts included) | $(awk -v t="$(med etcd cpu)" -v hz="$HZ" 'BEGIN { printf "%.1f s", t / hz }') | $(awk -v t="$(med cairn cpu)" -v hz="$HZ" 'BEGIN { printf "%.1f s", t / hz }') | $(ratio cpu) |"
+echo "| time from the first creation until every watcher is current | $(s "$(med etcd current)") | $(s "$(med cairn current)") | $(ratio cairn etcd current) |"
+echo "| time until every creation is acknowledged | $(s "$(med etcd created)") | $(s "$(med cairn created)") | $(ratio cairn etcd created) |"
+echo "| member peak RSS | $(($(med etcd rss) / 1024)) MiB | $(($(med cairn rss) / 1024)) MiB | $(ratio cairn etcd rss) |"
+echo "| member CPU over the run (the puts included) | $(awk -v t="$(med etcd cpu)" -v hz="$HZ" 'BEGIN { printf "%.1f s", t / hz }') | $(awk -v t="$(med cairn cpu)" -v hz="$HZ" 'BEGIN { printf "%.1f s", t / hz }') | $(ratio cairn etcd cpu) |"
 echo
 sum() { awk '{ s += $1 } END { print s + 0 }' "$@"; }
 echo "Events lost (every round, every watcher): etcd $(sum "$RESULTS"/etcd.*.missing), cairn $(sum "$RESULTS"/cairn.*.missing)."

@@ -117,18 +117,7 @@ cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
 
 # ---- summary -----------------------------------------------------------------
 
-REPEAT=$ROUNDS # for median and paired
-# med NAME EXT: the median over the rounds of the number in NAME.*.EXT.
-med() { cat "$RESULTS/$1".*."$2" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# ratio A B EXT: median (lowest–highest) of A/B over the rounds.
-ratio() {
-  local r a b out=()
-  for ((r = 1; r <= ROUNDS; r++)); do
-    a=$(cat "$RESULTS/$1.$r.$3"); b=$(cat "$RESULTS/$2.$r.$3")
-    out+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-  done
-  printf '%s\n' "${out[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f (%.2f–%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'
-}
+REPEAT=$ROUNDS # for med and ratio
 HZ=$(getconf CLK_TCK)
 P99=.events.latency_seconds.percentiles.p99
 for f in "$RESULTS"/*.json; do

@@ -216,13 +216,15 @@ cpu_per_request() {
   cat $RESULTS/$1.*.cpu | sort -g | awk -v hz="$(getconf CLK_TCK)" -v n="$TOTAL" \
     '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] / hz / n * 1e6 }'
 }
-# paired_cpu A B: the median (lowest–highest) over the repetitions of A's CPU
-# time divided by B's in the same repetition.
-paired_cpu() {
+# med NAME EXT: the median over the repetitions of the number in NAME.*.EXT.
+med() { cat "$RESULTS/$1".*."$2" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# ratio A B EXT: the median (lowest–highest) over the repetitions of the
+# number in A.REP.EXT divided by the one in B.REP.EXT.
+ratio() {
   local rep
   for ((rep = 1; rep <= REPEAT; rep++)); do
-    echo "$(cat "$RESULTS/$1.$rep.cpu") $(cat "$RESULTS/$2.$rep.cpu")"
-  done | awk '{ print $1 / $2 }' | sort -g |
+    echo "$(cat "$RESULTS/$1.$rep.$3") $(cat "$RESULTS/$2.$rep.$3")"
+  done | awk '{ printf "%.3f\n", ($2 > 0 ? $1 / $2 : 0) }' | sort -g |
     awk '{ v[NR] = $1 } END { printf "%.2f (%.2f–%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'
 }
 fmt_ms() { awk -v s="$1" 'BEGIN { printf "%.2f", s * 1000 }'; }
@@ -253,7 +255,7 @@ summarize() {
     title=${workload#*:} workload=${workload%%:*}
     local cpu=""
     if [[ -n $cpu_head ]]; then
-      cpu=" $(cpu_per_request "etcd$workload") µs / $(cpu_per_request "cairn$workload") µs | $(paired_cpu "cairn$workload" "etcd$workload") |"
+      cpu=" $(cpu_per_request "etcd$workload") µs / $(cpu_per_request "cairn$workload") µs | $(ratio "cairn$workload" "etcd$workload" cpu) |"
     fi
     echo "| $title | $(figures "etcd$workload") | $(figures "cairn$workload") |" \
       "$(paired "cairn$workload" "etcd$workload" $rps) | $(paired "cairn$workload" "etcd$workload" $p99) |$cpu"

@@ -76,7 +76,7 @@ fi
 
 # ---- summary -----------------------------------------------------------------
 
-REPEAT=$ROUNDS # for median and paired
+REPEAT=$ROUNDS # for median, paired and ratio
 ms() { awk -v s="$1" 'BEGIN { printf "%.0f ms", s * 1000 }'; }
 sec() { awk -v s="$1" 'BEGIN { printf "%.1f s", s }'; }
 # cpu NAME: the member's CPU time over the run NAME (creation and puts), the
@@ -99,8 +99,8 @@ echo "| $SLOW_PUTS puts at $SLOW_RATE/s: delivery p99 | $(ms "$(median etcd-slow
 echo "| $SLOW_PUTS puts at $SLOW_RATE/s: delivery max | $(ms "$(median etcd-slow $MAX)") | $(ms "$(median cairn-slow $MAX)") | $(paired cairn-slow etcd-slow $MAX) |"
 echo "| $FAST_PUTS puts at $FAST_RATE/s: time to issue them | $(sec "$(median etcd-fast $PUTS)") | $(sec "$(median cairn-fast $PUTS)") | $(paired cairn-fast etcd-fast $PUTS) |"
 echo "| $FAST_PUTS puts at $FAST_RATE/s: delivery p99 | $(ms "$(median etcd-fast $P99)") | $(ms "$(median cairn-fast $P99)") | $(paired cairn-fast etcd-fast $P99) |"
-echo "| member CPU, $SLOW_PUTS puts at $SLOW_RATE/s (with the watchers' creation) | $(cpu etcd-slow) | $(cpu cairn-slow) | $(paired_cpu cairn-slow etcd-slow) |"
-echo "| member CPU, $FAST_PUTS puts at $FAST_RATE/s (with the watchers' creation) | $(cpu etcd-fast) | $(cpu cairn-fast) | $(paired_cpu cairn-fast etcd-fast) |"
+echo "| member CPU, $SLOW_PUTS puts at $SLOW_RATE/s (with the watchers' creation) | $(cpu etcd-slow) | $(cpu cairn-slow) | $(ratio cairn-slow etcd-slow cpu) |"
+echo "| member CPU, $FAST_PUTS puts at $FAST_RATE/s (with the watchers' creation) | $(cpu etcd-fast) | $(cpu cairn-fast) | $(ratio cairn-fast etcd-fast cpu) |"
 echo
 echo "Every measurement (puts s, delivery p99 ms, max ms, events, missing, member CPU s):"
 for f in "$RESULTS"/*.json; do

@@ -106,7 +106,7 @@ func (ki *keyIndex) at(atRev int64) (KeyAt, bool) {
 	return KeyAt{Key: ki.key, Mod: mod, Created: created, Version: ver}, ok
 }
 
-// get returns the state of key at atRev.
+// Get returns the state of key at atRev.
 func (ti *Index) Get(key []byte, atRev int64) (KeyAt, bool) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
@@ -156,7 +156,7 @@ func (ti *Index) visit(key, end []byte, fn func(indexItem) bool) {
 // every key from the range's key on.
 func IsInfiniteEnd(end []byte) bool { return len(end) == 1 && end[0] == 0 }
 
-// rangeAt returns the states at atRev of the keys in [key, end) that exist
+// RangeAt returns the states at atRev of the keys in [key, end) that exist
 // then, at most limit of them (0 for no limit), and how many exist in all.
 func (ti *Index) RangeAt(key, end []byte, atRev int64, limit int) (kas []KeyAt, total int) {
 	ti.mu.RLock()
@@ -166,7 +166,7 @@ func (ti *Index) RangeAt(key, end []byte, atRev int64, limit int) (kas []KeyAt, 
 	return kas, total
 }
 
-// modRevisionsAt is rangeAt for a caller that needs only where each key's
+// ModRevisionsAt is RangeAt for a caller that needs only where each key's
 // value is: its mod revision, a quarter of a KeyAt's size.
 func (ti *Index) ModRevisionsAt(key, end []byte, atRev int64, limit int) (mods []Revision, total int) {
 	ti.mu.RLock()
@@ -176,7 +176,7 @@ func (ti *Index) ModRevisionsAt(key, end []byte, atRev int64, limit int) (mods [
 	return mods, total
 }
 
-// visitAt calls fn as visitAtLocked does.
+// VisitAt calls fn as visitAtLocked does.
 func (ti *Index) VisitAt(key, end []byte, atRev int64, limit int, fn func(KeyAt)) (total int) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
@@ -253,7 +253,7 @@ func warm(items []indexItem) {
 	warmed.Store(sum)
 }
 
-// countAt returns how many keys in [key, end) exist at atRev. It allocates
+// CountAt returns how many keys in [key, end) exist at atRev. It allocates
 // nothing per key.
 func (ti *Index) CountAt(key, end []byte, atRev int64) int {
 	ti.mu.RLock()
@@ -301,7 +301,7 @@ func (ti *Index) countWalk(key, end []byte, atRev int64, limit int) int {
 	return n
 }
 
-// put records that key changed at rev.
+// Put records that key changed at rev.
 func (ti *Index) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
@@ -321,7 +321,7 @@ func (ti *Index) update(ki *keyIndex) {
 	ti.tree.ReplaceOrInsert(itemOf(ki))
 }
 
-// tombstone records that key was deleted at rev; false when it did not exist.
+// Tombstone records that key was deleted at rev; false when it did not exist.
 func (ti *Index) Tombstone(key []byte, rev Revision) bool {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
@@ -421,7 +421,7 @@ func (ti *Index) batch(from []byte, limit int, fn func(indexItem)) (next []byte)
 	return next
 }
 
-// len returns the number of keys with history in the index.
+// Len returns the number of keys with history in the index.
 func (ti *Index) Len() int {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()

@@ -61,6 +61,8 @@ const (
 	loadBatches   = 4    // batches per shard: one filling, some queued, one worked on
 )
 
+// NewLoader is a loader with no revision yet, its shards' goroutines
+// started: Index or Stop ends them.
 func NewLoader() *Loader {
 	seed := maphash.MakeSeed()
 	n := min(runtime.GOMAXPROCS(0), maxLoadShards)
@@ -86,7 +88,8 @@ func NewLoader() *Loader {
 	return l
 }
 
-// add replays one revision of key (see keyIndex.restore).
+// Add replays one revision of key (see keyIndex.restore). The revisions
+// come in revision order, before Index or Stop.
 func (l *Loader) Add(key []byte, rev Revision, tombstone bool, createRev, version int64) {
 	l.lastRev = max(l.lastRev, rev.Main)
 	h := l.hash(key)
@@ -99,7 +102,7 @@ func (l *Loader) Add(key []byte, rev Revision, tombstone bool, createRev, versio
 	}
 }
 
-// stop hands the shards what is left and waits until each has sorted its
+// Stop hands the shards what is left and waits until each has sorted its
 // keys. It may be called more than once.
 func (l *Loader) Stop() {
 	if l.stopped {
@@ -118,7 +121,7 @@ func (l *Loader) Stop() {
 	}
 }
 
-// index is the key index of every revision added.
+// Index is the key index of every revision added.
 func (l *Loader) Index() *Index {
 	l.Stop()
 	runs := make([][]indexItem, len(l.shards))
