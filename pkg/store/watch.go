@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnkv/cairn/pkg/keyindex"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -63,7 +64,14 @@ type WatchStream struct {
 	watchers map[WatchID]*watcher // guarded by hub.mu
 	nextID   WatchID
 	closed   bool
+	// sent counts the responses put on ch (under hub.mu); those of them
+	// no longer on ch have been taken by the reader.
+	sent uint64
 }
+
+// taken tells whether the reader has taken the stream's n-th response
+// off its channel.
+func (ws *WatchStream) taken(n uint64) bool { return n <= ws.sent-uint64(len(ws.ch)) }
 
 type watcher struct {
 	id     WatchID
@@ -78,6 +86,11 @@ type watcher struct {
 	// from the next revision on).
 	startRev int64
 	synced   bool
+	// lastCatchUp is the stream's count of responses (sent) after the last
+	// one of the history this watcher was given: until its reader has
+	// taken that one, the watcher is given no more of the history.
+	lastCatchUp uint64
+	givenAt     time.Time // when that one was given
 }
 
 // watchHub delivers the store's changes to watchers. Synced watchers get
@@ -100,7 +113,10 @@ type watchHub struct {
 	singles     map[string]map[*watcher]struct{}
 	ranges      map[watchRange]map[*watcher]struct{} // the synced range watchers, by range
 	unsynced    map[*watcher]struct{}
-	windows     []historyStretch // the catch-up's recent reads (syncLoop only)
+	windows     []*historyStretch // the catch-up's recent reads (syncLoop only)
+	// roomWanted is set while the catch-up waits for readers to take
+	// what it gave them: the first reader that takes a response wakes it.
+	roomWanted atomic.Bool
 
 	wake chan struct{}
 	quit chan struct{}
@@ -138,9 +154,17 @@ func (s *Store) NewWatchStream() *WatchStream {
 	return &WatchStream{hub: h, ch: make(chan WatchResponse, watchStreamBufferSize), watchers: make(map[WatchID]*watcher)}
 }
 
-// EventsReceived tells the stream its reader took n events off Chan (the
-// count of events pending, WatchCounts).
-func (ws *WatchStream) EventsReceived(n int) { ws.hub.pending.Add(-int64(n)) }
+// EventsReceived tells the stream its reader took a response of n events
+// off Chan (the count of events pending, WatchCounts; and the catch-up of
+// watchers from the history, which gives a watcher its next stretch once
+// its reader has taken the last).
+func (ws *WatchStream) EventsReceived(n int) {
+	h := ws.hub
+	h.pending.Add(-int64(n))
+	if h.roomWanted.Load() && h.roomWanted.CompareAndSwap(true, false) {
+		h.poke()
+	}
+}
 
 // Chan returns the stream's responses. It is closed by Close.
 func (ws *WatchStream) Chan() <-chan WatchResponse { return ws.ch }
@@ -316,6 +340,7 @@ func (h *watchHub) trySend(ws *WatchStream, resp WatchResponse) bool {
 	}
 	select {
 	case ws.ch <- resp:
+		ws.sent++
 		if n := int64(len(resp.Events)); n > 0 {
 			h.s.stats.EventsSent.Add(n)
 			h.pending.Add(n)
