@@ -130,7 +130,7 @@ func compactInto(src, dst string, mode os.FileMode) (srcInUse, dstInUse int64, e
 	if srcInUse, err = inUse(in); err != nil {
 		return 0, 0, err
 	}
-	if err := boltfile.CompactTo(in, dst, mode); err != nil {
+	if err := boltfile.CompactTo(in, dst, mode, false); err != nil {
 		return 0, 0, err
 	}
 	out, err := bolt.Open(dst, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})

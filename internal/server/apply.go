@@ -410,10 +410,10 @@ func (s *Server) maybeSnapshot() error {
 	if last, err := s.storage.LastIndex(); err != nil || s.appliedIndex > last {
 		return err
 	}
-	// The snapshot needs the db to hold what it covers; during a
-	// defragmentation that commit would hold up the apply loop, so the
-	// snapshot waits for a later entry.
-	committed, err := s.st().Backend().CommitUnlessDefragging()
+	// The snapshot needs the db to hold what it covers; while a
+	// defragmentation or another commit holds the file, this commit would
+	// hold up the apply loop, so the snapshot waits for a later entry.
+	committed, err := s.st().Backend().CommitUnlessBusy()
 	if err != nil || !committed {
 		return err
 	}

@@ -295,3 +295,32 @@ func TestReleaseFileFreesASliceAtATime(t *testing.T) {
 		t.Error("releaseFile left the file open")
 	}
 }
+
+// A commit for a raft snapshot does not wait for another commit: it
+// returns at once, and the snapshot waits for a later entry (the apply
+// loop that asks for it would hold every write as long).
+func TestCommitUnlessBusyDoesNotWait(t *testing.T) {
+	b := openTestBackend(t, Config{})
+	put(t, b, "a")
+	b.commitMu.Lock() // a commit, or a defragmentation, under way
+	done := make(chan bool)
+	go func() {
+		committed, err := b.CommitUnlessBusy()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- committed
+	}()
+	select {
+	case committed := <-done:
+		if committed {
+			t.Error("committed while another commit held the file")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CommitUnlessBusy waited for the commit under way")
+	}
+	b.commitMu.Unlock()
+	if committed, err := b.CommitUnlessBusy(); err != nil || !committed {
+		t.Fatalf("with the file free: committed %v, %v", committed, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -50,7 +51,12 @@ const (
 // of all files first, so the copy keeps few pages dirty. Left to one sync
 // at the end, hundreds of megabytes went out at once, and a member's writes
 // waited for them.
-func CompactTo(src *bolt.DB, dst string, mode os.FileMode) error {
+//
+// With shareDisk, the copy leaves the disk idle after each sync for as
+// long as the sync took, for a member's WAL to use while it defragments
+// online: at full speed, the WAL's fsyncs of a member holding 10 million
+// keys waited up to 120 ms behind the copy's writes.
+func CompactTo(src *bolt.DB, dst string, mode os.FileMode, shareDisk bool) error {
 	stx, err := src.Begin(false)
 	if err != nil {
 		return fmt.Errorf("compact: read %s: %w", src.Path(), err)
@@ -61,6 +67,7 @@ func CompactTo(src *bolt.DB, dst string, mode os.FileMode) error {
 		return fmt.Errorf("compact: create %s: %w", dst, err)
 	}
 	w := newPageWriter(f, src.Info().PageSize)
+	w.shareDisk = shareDisk
 	err = w.copyDB(stx)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -82,7 +89,9 @@ type pageWriter struct {
 	unsynced int    // bytes written since the last sync was asked for
 	syncs    chan struct{}
 	synced   chan error
-	scratch  []byte
+	// shareDisk: after each sync, as long again without one (CompactTo).
+	shareDisk bool
+	scratch   []byte
 }
 
 func newPageWriter(f *os.File, pageSize int) *pageWriter {
@@ -259,7 +268,11 @@ func (w *pageWriter) syncLoop() {
 	var err error
 	for range w.syncs {
 		if err == nil {
+			start := time.Now()
 			err = w.f.Sync()
+			if w.shareDisk {
+				time.Sleep(time.Since(start))
+			}
 		}
 	}
 	w.synced <- err

@@ -42,7 +42,7 @@ func BenchmarkCompactTo(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dst := filepath.Join(dir, "dst")
-		if err := CompactTo(src, dst, 0o600); err != nil {
+		if err := CompactTo(src, dst, 0o600, false); err != nil {
 			b.Fatal(err)
 		}
 		os.Remove(dst)

@@ -30,7 +30,7 @@ func TestCompactToCopiesEveryShape(t *testing.T) {
 			fillShapes(t, src, rng)
 
 			dst := filepath.Join(dir, "dst")
-			if err := CompactTo(src, dst, 0o600); err != nil {
+			if err := CompactTo(src, dst, 0o600, false); err != nil {
 				t.Fatal(err)
 			}
 			if err := CheckPages(dst); err != nil {
