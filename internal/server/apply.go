@@ -412,8 +412,10 @@ func (s *Server) maybeSnapshot() error {
 	}
 	// The snapshot needs the db to hold what it covers; while a
 	// defragmentation or another commit holds the file, this commit would
-	// hold up the apply loop, so the snapshot waits for a later entry.
-	committed, err := s.st().Backend().CommitUnlessBusy()
+	// hold up the apply loop, so the snapshot waits for a later entry, but
+	// not past twice the entries it is due after.
+	overdue := s.appliedIndex-s.snapshotIndex > 2*s.cfg.SnapshotCount
+	committed, err := s.st().Backend().CommitUnlessBusy(overdue)
 	if err != nil || !committed {
 		return err
 	}

@@ -830,8 +830,16 @@ func (b *Backend) releaseFile(f *os.File) {
 // false at once instead. After a defragmentation of a 3.7 GB db, the
 // commit of the writes made during it took 120 ms, and a raft snapshot
 // that waited for it held up the apply loop, and every write, as long.
-func (b *Backend) CommitUnlessBusy() (bool, error) {
-	if b.defrags.Load() > 0 || !b.commitMu.TryLock() {
+// With overdue it waits for another commit (never for a
+// defragmentation): on a disk so slow that commits follow each other,
+// the snapshot still comes.
+func (b *Backend) CommitUnlessBusy(overdue bool) (bool, error) {
+	if b.defrags.Load() > 0 {
+		return false, nil
+	}
+	if overdue {
+		b.commitMu.Lock()
+	} else if !b.commitMu.TryLock() {
 		return false, nil
 	}
 	defer b.commitMu.Unlock()

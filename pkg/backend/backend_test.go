@@ -298,29 +298,37 @@ func TestReleaseFileFreesASliceAtATime(t *testing.T) {
 
 // A commit for a raft snapshot does not wait for another commit: it
 // returns at once, and the snapshot waits for a later entry (the apply
-// loop that asks for it would hold every write as long).
+// loop that asks for it would hold every write as long), unless the
+// snapshot is overdue: then it waits for that commit, and commits.
 func TestCommitUnlessBusyDoesNotWait(t *testing.T) {
 	b := openTestBackend(t, Config{})
 	put(t, b, "a")
+	commit := func(overdue bool) <-chan bool {
+		done := make(chan bool, 1)
+		go func() {
+			committed, err := b.CommitUnlessBusy(overdue)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- committed
+		}()
+		return done
+	}
 	b.commitMu.Lock() // a commit, or a defragmentation, under way
-	done := make(chan bool)
-	go func() {
-		committed, err := b.CommitUnlessBusy()
-		if err != nil {
-			t.Error(err)
-		}
-		done <- committed
-	}()
 	select {
-	case committed := <-done:
+	case committed := <-commit(false):
 		if committed {
 			t.Error("committed while another commit held the file")
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("CommitUnlessBusy waited for the commit under way")
 	}
+	overdue := commit(true)
 	b.commitMu.Unlock()
-	if committed, err := b.CommitUnlessBusy(); err != nil || !committed {
+	if committed := <-overdue; !committed {
+		t.Fatal("an overdue snapshot's commit did not commit once the file was free")
+	}
+	if committed, err := b.CommitUnlessBusy(false); err != nil || !committed {
 		t.Fatalf("with the file free: committed %v, %v", committed, err)
 	}
 }
