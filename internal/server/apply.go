@@ -410,12 +410,10 @@ func (s *Server) maybeSnapshot() error {
 	if last, err := s.storage.LastIndex(); err != nil || s.appliedIndex > last {
 		return err
 	}
-	// The snapshot needs the db to hold what it covers; while a
-	// defragmentation or another commit holds the file, this commit would
-	// hold up the apply loop, so the snapshot waits for a later entry, but
-	// not past twice the entries it is due after.
-	overdue := s.appliedIndex-s.snapshotIndex > 2*s.cfg.SnapshotCount
-	committed, err := s.st().Backend().CommitUnlessBusy(overdue)
+	// The snapshot needs the db to hold what it covers; while another commit or a
+	// defragmentation holds the file, it waits for a later entry rather than hold up
+	// the apply loop, until it is overdue (twice the entries it is due after).
+	committed, err := s.st().Backend().CommitUnlessBusy(s.appliedIndex-s.snapshotIndex > 2*s.cfg.SnapshotCount)
 	if err != nil || !committed {
 		return err
 	}
