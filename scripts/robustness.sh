@@ -20,7 +20,9 @@
 # the draws, drop what their disk had not synced or keep a torn prefix of
 # it, restart); FAULTS=disk is the four. etcd 3.7.3 gets the same schedule.
 # In every run a client per member keeps a lease (TTL 5 s) alive through it:
-# a lease lost while it should have lived is counted (wrongly_revoked_leases). COMPACT_EVERY=2s compacts the
+# a lease lost while it should have lived is counted (wrongly_revoked_leases);
+# etcd's known defect (a frozen leader's revoke, etcd-io/etcd#15247) is
+# reported, not failed. COMPACT_EVERY=2s compacts the
 # store during the load (the failpoint kinds set it). CAIRN_BIN tests a
 # given binary; CAIRN_REFERENCE_ETCD_DIR names a folder with etcd 3.7.3.
 # Failing runs save their history and member logs under ROBUSTNESS_ARTIFACTS
@@ -53,7 +55,7 @@ table() {
       "\($runs | map(.no_leader_cancels) | add) (isolations \($runs | map(.no_leader_expected) | add), missed \($runs | map(.no_leader_missed) | add))",
       ($runs | map(.wal_mismatches // 0) | add),
       ($runs | map(.term // 0) | sort | "\(.[length / 2 | floor]) (\(max))"),
-      "\($runs | map(.wrongly_revoked_leases // 0) | add) (kept \($runs | map(.kept_leases // 0) | add), lost to faults \($runs | map((.kept_leases_lost // 0) - (.wrongly_revoked_leases // 0)) | add))",
+      "\($runs | map(.wrongly_revoked_leases // 0) | add) (kept \($runs | map(.kept_leases // 0) | add), lost to faults \($runs | map((.kept_leases_lost // 0) - (.wrongly_revoked_leases // 0)) | add)\($runs | map(.known_defects // [] | length) | add | if . > 0 then ", etcd-io/etcd#15247: \(.)" else "" end))",
       ($runs | map(.disk_outcomes // [] | .[]) | group_by(.kind) | map(
         "\(.[0].kind): " + (group_by(.outcome) | map("\(.[0].outcome) \(length)") | join(", ")) +
         (map(select(.alarm_nospace)) | length | if . > 0 then ", NOSPACE alarm \(.)" else "" end)) |

@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnkv/cairn/e2e/robustness/peerproxy"
 	"github.com/cairnkv/cairn/internal/faultfs"
 	"github.com/cairnkv/cairn/internal/testnet"
 )
@@ -52,7 +53,7 @@ type member struct {
 type cluster struct {
 	server string // "cairn" or "etcd"
 	dir    string
-	net    *network
+	net    *peerproxy.Network
 	disks  bool // each member's data dir is on its own faultfs mount
 
 	argv []string // the command line of a member before its flags
@@ -88,7 +89,7 @@ func (c *cluster) everyone() []*member {
 // and waits until each answers a linearizable read; everything is killed
 // (and unmounted) at the end of the test.
 func startCluster(t *testing.T, kind string, server []string, dir string, disks bool) (*cluster, error) {
-	c := &cluster{server: kind, dir: dir, net: newNetwork(), argv: server, t: t, disks: disks}
+	c := &cluster{server: kind, dir: dir, net: peerproxy.New(), argv: server, t: t, disks: disks}
 	t.Cleanup(c.stop)
 	var initial []string
 	for i := 1; i <= 3; i++ {
@@ -128,11 +129,11 @@ func (c *cluster) newMember(name string) (*member, error) {
 	c.all = append(c.all, m) // from here on, c.stop unmounts its disk
 	c.mu.Unlock()
 	listen := testnet.FreeAddr(c.t)
-	p, err := c.net.listen(m.name, listen)
+	p, err := c.net.Listen(m.name, listen)
 	if err != nil {
 		return nil, err
 	}
-	m.peerURL = "http://" + p.addr
+	m.peerURL = "http://" + p.Addr
 	m.argv = append(slices.Clone(c.argv),
 		"--name", m.name, "--data-dir", m.dataDir,
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
@@ -168,7 +169,7 @@ func (c *cluster) learnIDs() error {
 	if len(ids) != len(c.list()) {
 		return fmt.Errorf("member list %v does not name every member", resp.Members)
 	}
-	c.net.setNames(ids)
+	c.net.SetNames(ids)
 	return nil
 }
 
@@ -368,7 +369,7 @@ func (c *cluster) stop() {
 	for _, m := range c.everyone() {
 		m.kill()
 	}
-	c.net.close()
+	c.net.Close()
 	for _, m := range c.everyone() {
 		if m.disk != nil {
 			if err := m.disk.Unmount(); err != nil {

@@ -248,13 +248,13 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 		}
 		for _, o := range c.list() {
 			if o != m {
-				c.net.block(m.name, o.name, true)
+				c.net.Block(m.name, o.name, true)
 			}
 		}
 		hold(ctx, f.Hold)
 		for _, o := range c.list() {
 			if o != m {
-				c.net.block(m.name, o.name, false)
+				c.net.Block(m.name, o.name, false)
 			}
 		}
 	case faultLeaderRestart:
@@ -265,12 +265,12 @@ func inject(ctx context.Context, c *cluster, h *history, f fault) faultRecord {
 			err = serr
 		}
 	case faultDrop:
-		closed, open := c.net.drop(m.name)
+		closed, open := c.net.Drop(m.name)
 		rec.Note = fmt.Sprintf("%d of %d peer connections closed", closed, open)
 	case faultDelay:
-		c.net.setDelay(m.name, f.Delay)
+		c.net.SetDelay(m.name, f.Delay)
 		hold(ctx, f.Hold)
-		c.net.setDelay(m.name, 0)
+		c.net.SetDelay(m.name, 0)
 	case faultMembership:
 		var old, nw *member
 		old, nw, rec.Note, err = c.replaceMember(ctx)

@@ -307,3 +307,26 @@ func faultedMembers(rec faultRecord) (names []string, open bool) {
 	}
 	return strings.Split(rec.Target, ","), false
 }
+
+// frozenLeaderWindow is how soon after a frozen member resumes a lease it
+// revokes is lost: its lessor acts at once, and the revoke takes a round
+// trip to commit.
+const frozenLeaderWindow = 2 * time.Second
+
+// frozenLeaderRevoke finds the fault behind a lease defect etcd 3.7.3 is
+// known to have (etcd-io/etcd#15247, #12528): a leader frozen by a pause or
+// a stalled fsync, replaced meanwhile, still counts itself the leader when
+// it resumes; its lessor finds expired the leases whose renewals went to the
+// new leader, and their revokes are committed. A lease lost within
+// frozenLeaderWindow after such a fault ended, on any member, matches.
+func frozenLeaderRevoke(l keptLease, recs []faultRecord) (faultRecord, bool) {
+	for _, rec := range recs {
+		if rec.Kind != faultPause && rec.Kind != faultFsyncStall {
+			continue
+		}
+		if rec.Heal <= l.Lost && l.Lost-rec.Heal <= int64(frozenLeaderWindow) {
+			return rec, true
+		}
+	}
+	return faultRecord{}, false
+}

@@ -80,6 +80,33 @@ func TestWronglyRevoked(t *testing.T) {
 	}
 }
 
+// TestFrozenLeaderRevoke: the etcd control's known lease defect matches
+// only a loss just after a pause or an fsync stall ended (the case CI met:
+// a lease kept alive through m1, lost 0.2 s after m3's pause).
+func TestFrozenLeaderRevoke(t *testing.T) {
+	lease := keptFor("m1", 18.7, every(1.45, 17.5)...)
+	for _, tc := range []struct {
+		name  string
+		rec   faultRecord
+		match bool
+	}{
+		{"lost 0.2 s after another member's pause", faultOn(faultPause, "m3", 14.6, 18.5), true},
+		{"lost 0.2 s after an fsync stall", faultOn(faultFsyncStall, "m2", 14.6, 18.5), true},
+		{"lost 3 s after a pause", faultOn(faultPause, "m3", 12, 15.7), false},
+		{"lost during a pause", faultOn(faultPause, "m3", 17, 19), false},
+		{"lost 0.2 s after a kill", faultOn(faultKill, "m3", 14.6, 18.5), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(wronglyRevoked([]keptLease{lease}, []faultRecord{tc.rec})) != 1 {
+				t.Fatalf("not reported as wrongly revoked")
+			}
+			if _, ok := frozenLeaderRevoke(lease, []faultRecord{tc.rec}); ok != tc.match {
+				t.Fatalf("matched %v, want %v", ok, tc.match)
+			}
+		})
+	}
+}
+
 // TestKeptLeasesLostAtFirstEvidence: a kept lease is lost at the first
 // delete of its key that a watcher received, at the keeper's own finding
 // if that came first, and at the end for a delete only the final history

@@ -55,7 +55,7 @@ func (c *cluster) replaceMember(ctx context.Context) (removed, added *member, no
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("add learner %s: %w", name, err)
 	}
-	c.net.setNames(map[string]string{fmt.Sprintf("%x", add.Member.ID): name})
+	c.net.SetNames(map[string]string{fmt.Sprintf("%x", add.Member.ID): name})
 	var initial []string
 	for _, pm := range add.Members {
 		for _, m := range append(c.list(), nm) {
@@ -117,7 +117,7 @@ func (c *cluster) replaceMember(ctx context.Context) (removed, added *member, no
 		}
 	}
 	c.mu.Unlock()
-	c.net.remove(old.name)
+	c.net.Remove(old.name)
 	c.mu.Lock()
 	onReplace := c.onReplace
 	c.mu.Unlock()

@@ -48,7 +48,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 	var watchMu sync.Mutex
 	var watchers []*watcher
 	defer func() {
-		if len(r.Failures) == 0 && r.Linearizable != string(porcupine.Unknown) {
+		if len(r.Failures) == 0 && len(r.KnownDefects) == 0 && r.Linearizable != string(porcupine.Unknown) {
 			if r.Artifacts != "" {
 				_ = os.RemoveAll(r.Artifacts)
 			}
@@ -223,7 +223,7 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 			fail("crash: %s (log %s)", crash, filepath.Base(m.logPath))
 		}
 	}
-	c.net.heal()
+	c.net.Heal()
 	for _, m := range c.list() {
 		m.signal(syscall.SIGCONT)
 		if !m.running() {
@@ -284,10 +284,16 @@ func runOnce(t *testing.T, cfg runConfig) (r result) {
 			r.KeptLeasesLost++
 		}
 	}
-	wrong := wronglyRevoked(leases, recs)
-	r.WronglyRevokedLeases = len(wrong)
-	for _, s := range wrong {
-		fail("lease: %s", s)
+	for _, l := range leases {
+		for _, s := range wronglyRevoked([]keptLease{l}, recs) {
+			r.WronglyRevokedLeases++
+			if rec, ok := frozenLeaderRevoke(l, recs); ok && cfg.server == "etcd" {
+				r.KnownDefects = append(r.KnownDefects, fmt.Sprintf("lease: %s; lost %v after the %s of %s ended: a frozen leader's revoke on its return (etcd-io/etcd#15247)",
+					s, time.Duration(l.Lost-rec.Heal).Round(time.Millisecond), rec.Kind, rec.Target))
+				continue
+			}
+			fail("lease: %s", s)
+		}
 	}
 	expiries = expiryOps(leases, h)
 	for _, w := range watchers {

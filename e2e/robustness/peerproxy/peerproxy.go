@@ -1,4 +1,7 @@
-package robustness
+// Package peerproxy puts a TCP proxy in front of each member's peer
+// listener, so that a test can partition, delay and cut the traffic between
+// members: the robustness suite's network faults.
+package peerproxy
 
 import (
 	"bufio"
@@ -15,25 +18,26 @@ import (
 // the peer it dials: etcd's, and cairn's.
 var senderHeaders = []string{"X-Server-From", "X-Cairn-From"}
 
-// network owns one proxy in front of each member's peer listener and the
+// Network owns one proxy in front of each member's peer listener and the
 // state of every link. A link is an unordered pair of members: blocking it
 // stalls the traffic both ways on every connection either member opened to
 // the other, as a partition does (nothing arrives, nothing is refused; the
 // senders' buffers fill up and their own timeouts decide). Delaying a member
 // holds every chunk to or from it; dropping closes its connections.
-type network struct {
+type Network struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change of state
 	blocked map[[2]string]bool
 	delay   map[string]time.Duration
 	names   map[string]string // member ID as sent in the header (hex) → name
 	conns   map[*proxyConn]bool
-	proxies []*proxy
+	proxies []*Proxy
 	closed  bool
 }
 
-func newNetwork() *network {
-	return &network{changed: make(chan struct{}), blocked: map[[2]string]bool{},
+// New returns a network with no proxies and every link open.
+func New() *Network {
+	return &Network{changed: make(chan struct{}), blocked: map[[2]string]bool{},
 		delay: map[string]time.Duration{}, names: map[string]string{}, conns: map[*proxyConn]bool{}}
 }
 
@@ -45,13 +49,13 @@ func pair(a, b string) [2]string {
 }
 
 // notify wakes every stalled pump; called with mu held.
-func (n *network) notify() {
+func (n *Network) notify() {
 	close(n.changed)
 	n.changed = make(chan struct{})
 }
 
-// setNames tells the network which member ID is which member.
-func (n *network) setNames(ids map[string]string) {
+// SetNames tells the network which member ID is which member.
+func (n *Network) SetNames(ids map[string]string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for id, name := range ids {
@@ -60,8 +64,8 @@ func (n *network) setNames(ids map[string]string) {
 	n.notify()
 }
 
-// block cuts or restores the link between a and b.
-func (n *network) block(a, b string, on bool) {
+// Block cuts or restores the link between a and b.
+func (n *Network) Block(a, b string, on bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if on {
@@ -72,16 +76,16 @@ func (n *network) block(a, b string, on bool) {
 	n.notify()
 }
 
-// setDelay holds every chunk to or from member m for d (0: none).
-func (n *network) setDelay(m string, d time.Duration) {
+// SetDelay holds every chunk to or from member m for d (0: none).
+func (n *Network) SetDelay(m string, d time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.delay[m] = d
 	n.notify()
 }
 
-// heal restores every link and removes every delay.
-func (n *network) heal() {
+// Heal restores every link and removes every delay.
+func (n *Network) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.blocked)
@@ -89,8 +93,8 @@ func (n *network) heal() {
 	n.notify()
 }
 
-// drop closes every open peer connection from or to member m.
-func (n *network) drop(m string) (closed, open int) {
+// Drop closes every open peer connection from or to member m.
+func (n *Network) Drop(m string) (closed, open int) {
 	n.mu.Lock()
 	open = len(n.conns)
 	var victims []*proxyConn
@@ -107,12 +111,12 @@ func (n *network) drop(m string) (closed, open int) {
 }
 
 // senderName maps a header value to a member name ("" if unknown); mu held.
-func (n *network) senderName(sender string) string {
+func (n *Network) senderName(sender string) string {
 	return n.names[strings.ToLower(sender)]
 }
 
 // isolated reports whether every link of member m is blocked; mu held.
-func (n *network) isolated(m string) bool {
+func (n *Network) isolated(m string) bool {
 	count := 0
 	for p := range n.blocked {
 		if p[0] == m || p[1] == m {
@@ -126,7 +130,7 @@ func (n *network) isolated(m string) bool {
 // must stall until the state changes (and the channel that says so).
 // A connection whose sender is unknown (no header: probes, version checks)
 // is stalled only when its target is isolated.
-func (n *network) gate(sender, target string) (stall bool, wait time.Duration, changed <-chan struct{}) {
+func (n *Network) gate(sender, target string) (stall bool, wait time.Duration, changed <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	from := n.senderName(sender)
@@ -141,11 +145,11 @@ func (n *network) gate(sender, target string) (stall bool, wait time.Duration, c
 	return stall, max(n.delay[from], n.delay[target]), n.changed
 }
 
-// remove closes the proxy of a member that left the cluster.
-func (n *network) remove(name string) {
+// Remove closes the proxy of a member that left the cluster.
+func (n *Network) Remove(name string) {
 	n.mu.Lock()
-	var gone *proxy
-	n.proxies = slices.DeleteFunc(n.proxies, func(p *proxy) bool {
+	var gone *Proxy
+	n.proxies = slices.DeleteFunc(n.proxies, func(p *Proxy) bool {
 		if p.target == name {
 			gone = p
 			return true
@@ -157,11 +161,11 @@ func (n *network) remove(name string) {
 	if gone != nil {
 		gone.l.Close()
 	}
-	n.drop(name)
+	n.Drop(name)
 }
 
-// close stops every proxy and closes every connection.
-func (n *network) close() {
+// Close stops every proxy and closes every connection.
+func (n *Network) Close() {
 	n.mu.Lock()
 	n.closed = true
 	n.notify()
@@ -179,21 +183,23 @@ func (n *network) close() {
 	}
 }
 
-// proxy forwards the connections to one member's peer listener.
-type proxy struct {
-	n      *network
+// Proxy forwards the connections to one member's peer listener.
+type Proxy struct {
+	n      *Network
 	target string // member name
-	addr   string // where it listens
+	Addr   string // where it listens
 	dest   string // the member's own peer listener
 	l      net.Listener
 }
 
-func (n *network) listen(target, dest string) (*proxy, error) {
+// Listen starts the proxy in front of member target, whose peer listener
+// is at dest, on a free loopback port.
+func (n *Network) Listen(target, dest string) (*Proxy, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{n: n, target: target, addr: l.Addr().String(), dest: dest, l: l}
+	p := &Proxy{n: n, target: target, Addr: l.Addr().String(), dest: dest, l: l}
 	n.mu.Lock()
 	n.proxies = append(n.proxies, p)
 	n.mu.Unlock()
@@ -201,7 +207,7 @@ func (n *network) listen(target, dest string) (*proxy, error) {
 	return p, nil
 }
 
-func (p *proxy) serve() {
+func (p *Proxy) serve() {
 	for {
 		c, err := p.l.Accept()
 		if err != nil {
@@ -249,7 +255,7 @@ func (c *proxyConn) setServer(server net.Conn) bool {
 	return true
 }
 
-func (p *proxy) forward(client net.Conn) {
+func (p *Proxy) forward(client net.Conn) {
 	in := bufio.NewReader(client)
 	head, sender, err := readHead(in)
 	if err != nil {
@@ -294,7 +300,7 @@ func (p *proxy) forward(client net.Conn) {
 
 // pass waits until a chunk of c may go on, and reports false if c was closed
 // meanwhile.
-func (p *proxy) pass(c *proxyConn) bool {
+func (p *Proxy) pass(c *proxyConn) bool {
 	for {
 		stall, wait, changed := p.n.gate(c.sender, c.target)
 		if !stall {
@@ -318,7 +324,7 @@ func (p *proxy) pass(c *proxyConn) bool {
 }
 
 // pump copies src to dst a chunk at a time, each chunk held by the gate.
-func (p *proxy) pump(c *proxyConn, dst io.Writer, src io.Reader) {
+func (p *Proxy) pump(c *proxyConn, dst io.Writer, src io.Reader) {
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := src.Read(buf)

@@ -1,4 +1,4 @@
-package robustness
+package peerproxy
 
 import (
 	"bufio"
@@ -12,8 +12,8 @@ import (
 )
 
 // dialAs opens a connection through p as member id, with an HTTP-like head.
-func dialAs(t *testing.T, p *proxy, id string) (net.Conn, *bufio.Reader) {
-	c, err := net.Dial("tcp", p.addr)
+func dialAs(t *testing.T, p *Proxy, id string) (net.Conn, *bufio.Reader) {
+	c, err := net.Dial("tcp", p.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,25 +44,25 @@ func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (string, erro
 }
 
 func TestProxyBlocksHealsAndDrops(t *testing.T) {
-	n := newNetwork()
-	t.Cleanup(n.close)
-	p, err := n.listen("m2", testnet.EchoServer(t, ""))
+	n := New()
+	t.Cleanup(n.Close)
+	p, err := n.Listen("m2", testnet.EchoServer(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"m1", "m3"} { // isolation counts the links of every member
-		if _, err := n.listen(name, "127.0.0.1:1"); err != nil {
+		if _, err := n.Listen(name, "127.0.0.1:1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n.setNames(map[string]string{"a1": "m1", "a3": "m3"})
+	n.SetNames(map[string]string{"a1": "m1", "a3": "m3"})
 	c1, r1 := dialAs(t, p, "A1")
 	c3, r3 := dialAs(t, p, "a3")
 	if got, err := roundTrip(c1, r1, 2*time.Second); err != nil || got != "ping\n" {
 		t.Fatalf("before the block: %q, %v", got, err)
 	}
 
-	n.block("m1", "m2", true)
+	n.Block("m1", "m2", true)
 	if got, err := roundTrip(c1, r1, 300*time.Millisecond); err == nil {
 		t.Fatalf("m1→m2 blocked, yet the echo came back: %q", got)
 	}
@@ -71,7 +71,7 @@ func TestProxyBlocksHealsAndDrops(t *testing.T) {
 	}
 
 	// Healing lets the stalled bytes through, as TCP would after a partition.
-	n.heal()
+	n.Heal()
 	c1.SetDeadline(time.Now().Add(2 * time.Second))
 	if got, err := r1.ReadString('\n'); err != nil || got != "ping\n" {
 		t.Fatalf("after the heal, the stalled ping: %q, %v", got, err)
@@ -80,7 +80,7 @@ func TestProxyBlocksHealsAndDrops(t *testing.T) {
 		t.Fatalf("after the heal: %q, %v", got, err)
 	}
 
-	if closed, _ := n.drop("m1"); closed != 1 {
+	if closed, _ := n.Drop("m1"); closed != 1 {
 		t.Fatalf("drop m1 closed %d connections, want 1", closed)
 	}
 	c1.SetDeadline(time.Now().Add(2 * time.Second))
