@@ -32,7 +32,9 @@
 #             puts go on at DEFRAG_RATE a second: how long it took, and the
 #             slowest put of that load
 #   defrag    half the keys deleted ([\x80, \xc0): the numbers whose low 7
-#             bits are below 64) and compacted away, then a defrag while
+#             bits are below 64) and compacted away while puts go on at
+#             DEFRAG_RATE a second (how long the compaction took, waited
+#             for, and the slowest put of that load), then a defrag while
 #             puts go on at DEFRAG_RATE a second: how long the defrag took,
 #             and the slowest put of that load (etcd holds every write for
 #             the whole defrag)
@@ -153,7 +155,21 @@ defrag() {
       "$(printf "\\x$(printf %x "$first")")" "$(printf "\\x$(printf %x $((first + step)))")" >/dev/null
   done
   rev=$("$CAIRN" -w json --endpoints "$ENDPOINTS" --command-timeout 120s get --limit 1 x | jq .header.revision)
-  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 600s compaction "$rev" --physical >/dev/null
+  # The compaction, waited for (--physical), under loads of 5 s at
+  # DEFRAG_RATE one after the other until it is done.
+  "$CAIRN" --endpoints "$ENDPOINTS" --command-timeout 600s compaction "$rev" --physical >/dev/null &
+  local compaction=$! part=0
+  start=$(date +%s.%N)
+  while kill -0 "$compaction" 2>/dev/null; do
+    "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 5)) \
+      put --key-size 8 --val-size 256 --key-space-size 100000 >"$RESULTS/$kind-compaction-puts.$round.$part.json"
+    part=$((part + 1))
+  done
+  wait "$compaction"
+  took=$(echo "$(date +%s.%N) - $start" | bc)
+  jq -s --argjson s "$took" '{seconds: $s, slowest_put_seconds: (map(.latency_seconds.slowest) | max)}' \
+    "$RESULTS/$kind-compaction-puts.$round".*.json >"$RESULTS/$kind-compaction.$round.json"
+  log "  compaction at $rev in $took s; slowest put $(jq .slowest_put_seconds "$RESULTS/$kind-compaction.$round.json") s"
   before=$(db_sizes)
   # 20 s of puts at DEFRAG_RATE; the defrag starts a second in.
   "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 20)) \
@@ -318,6 +334,10 @@ if [[ $ONLY != pages ]]; then
     "$(median cairn-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') | $(paired cairn-defrag etcd-defrag .after.db_size) |"
   echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median etcd-defrag-puts .latency_seconds.slowest)") |" \
     "$(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |" "$(paired cairn-defrag-puts etcd-defrag-puts .latency_seconds.slowest) |"
+  echo "| the compaction before it, waited for: time | $(median etcd-compaction .seconds | awk '{ printf "%.2f s", $1 }') |" \
+    "$(median cairn-compaction .seconds | awk '{ printf "%.2f s", $1 }') | $(paired cairn-compaction etcd-compaction .seconds) |"
+  echo "| slowest put of $DEFRAG_RATE/s during the compaction | $(ms "$(median etcd-compaction .slowest_put_seconds)") |" \
+    "$(ms "$(median cairn-compaction .slowest_put_seconds)") | $(paired cairn-compaction etcd-compaction .slowest_put_seconds) |"
 fi
 echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median etcd-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |" \
   "$(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') | $(paired cairn-load etcd-load .elapsed_seconds) |"

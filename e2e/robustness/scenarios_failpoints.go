@@ -6,9 +6,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cairnkv/cairn/internal/envdefault"
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
@@ -57,10 +60,30 @@ var crashPoints = []crashPoint{
 	{name: "compactAfterSetFinishedCompact", maxHit: 1, trigger: "compact"},
 }
 
+// armablePoints are the points the crashpoint fault draws from: those
+// ROBUSTNESS_CRASHPOINTS names (comma-separated), or all of them.
+func armablePoints() []crashPoint {
+	names := envdefault.String("ROBUSTNESS_CRASHPOINTS", "")
+	if names == "" {
+		return crashPoints
+	}
+	var ps []crashPoint
+	for _, p := range crashPoints {
+		if slices.Contains(strings.Split(names, ","), p.name) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		panic(fmt.Sprintf("ROBUSTNESS_CRASHPOINTS=%s names none of the crash points", names))
+	}
+	return ps
+}
+
 func init() {
+	points := armablePoints()
 	taggedFaults[faultCrashpoint] = taggedFault{
 		plan: func(rnd *rand.Rand, f *fault) {
-			p := crashPoints[rnd.IntN(len(crashPoints))]
+			p := points[rnd.IntN(len(points))]
 			f.Point, f.Hit, f.Hold = p.name, 1+rnd.IntN(p.maxHit), 4*time.Second
 			if rnd.IntN(2) == 0 {
 				f.Member = -1 // half the time the leader

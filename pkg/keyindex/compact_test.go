@@ -2,7 +2,6 @@ package keyindex
 
 import (
 	"fmt"
-	"maps"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -11,9 +10,10 @@ import (
 // TestCompactInBatchesAsAtOnce builds two indexes with the same random
 // history, compacts one at once and the other in small batches with puts
 // and deletes of later revisions between the batches (applied to the first
-// after its compaction), and compares every key's history, the revisions
-// each compaction keeps, and Keep done both ways. Replay a failure with
-// -keyindex.seed=N.
+// after its compaction), and compares every key's history; it checks that a
+// compacted key keeps, of its revisions at or before the compaction, only
+// the one live there, and RetainsAny against a walk of every key. Replay a
+// failure with -keyindex.seed=N.
 func TestCompactInBatchesAsAtOnce(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
@@ -46,32 +46,56 @@ func TestCompactInBatchesAsAtOnce(t *testing.T) {
 		batched.Compact(prev)
 		atRev := prev + rng.Int63n(rev-prev+1)
 
-		wantVisible, wantRetained := whole.Keep(prev, atRev)
-		visible, retained := map[Revision]struct{}{}, 0
+		// A compaction at prev retains a revision of some key iff some key
+		// is live there.
+		live := false
+		whole.tree.Ascend(func(it indexItem) bool {
+			_, live = it.ki.at(prev)
+			return !live
+		})
 		limit := 1 + rng.Intn(20)
-		for from := []byte{}; from != nil; {
-			var n int
-			n, from = batched.KeepBatch(prev, atRev, from, limit, visible)
-			retained += n
-		}
-		if retained != wantRetained || !maps.Equal(visible, wantVisible) {
-			t.Fatalf("seed %d round %d: Keep in batches of %d: %d retained, %d visible; at once %d, %d",
-				seed, round, limit, retained, len(visible), wantRetained, len(wantVisible))
+		if got := batched.RetainsAny(prev, limit); got != live {
+			t.Fatalf("seed %d round %d: RetainsAny(%d) in batches of %d = %v, want %v", seed, round, prev, limit, got, live)
 		}
 
-		wantKept := whole.Compact(atRev)
-		kept := map[Revision]struct{}{}
+		// What a key is at atRev, before the compaction there.
+		before := map[string]KeyAt{}
+		whole.tree.Ascend(func(it indexItem) bool {
+			if ka, ok := it.ki.at(atRev); ok {
+				before[string(it.ki.key)] = ka
+			}
+			return true
+		})
+		whole.Compact(atRev)
 		var later []changed
 		for from := []byte{}; from != nil; {
-			from = batched.CompactBatch(atRev, from, limit, kept)
+			from = batched.CompactBatch(atRev, from, limit)
 			rev++
 			c := change(rev)
 			apply(c, batched)
 			later = append(later, c)
 		}
-		if !maps.Equal(kept, wantKept) {
-			t.Fatalf("seed %d round %d: compaction in batches of %d keeps %d revisions, at once %d", seed, round, limit, len(kept), len(wantKept))
-		}
+		// Of its revisions at or before atRev, a key keeps the one live at
+		// atRev, and only that one (the backend's compaction keeps the same).
+		whole.tree.Ascend(func(it indexItem) bool {
+			var held []Revision
+			for _, g := range it.ki.generations {
+				for _, r := range g.revs {
+					if r.Main <= atRev {
+						held = append(held, r)
+					}
+				}
+			}
+			ka, wasLive := before[string(it.ki.key)]
+			now, isLive := it.ki.at(atRev)
+			switch {
+			case isLive != wasLive || isLive && now.Mod != ka.Mod:
+				t.Fatalf("seed %d round %d: key %q at %d: %+v (%v) after the compaction, %+v (%v) before", seed, round, it.ki.key, atRev, now, isLive, ka, wasLive)
+			case wasLive && !reflect.DeepEqual(held, []Revision{ka.Mod}), !wasLive && len(held) > 0:
+				t.Fatalf("seed %d round %d: key %q holds %v at or before %d; live there: %v %v", seed, round, it.ki.key, held, atRev, wasLive, ka.Mod)
+			}
+			return true
+		})
 		// The same later changes, in the same order, to the other index.
 		for _, c := range later {
 			apply(c, whole)

@@ -67,8 +67,30 @@ func itemOf(ki *keyIndex) indexItem {
 	return indexItem{ki: ki, liveSince: ki.liveSince(), head: keyHead(ki.key)}
 }
 
-// itemFor is the item to look key up with.
-func itemFor(key []byte) indexItem { return indexItem{ki: &keyIndex{key: key}, head: keyHead(key)} }
+// probes holds the keyIndex values that lookups compare with: one made
+// per lookup would be allocated, since the tree's comparison lets it escape.
+var probes = sync.Pool{New: func() any { return new(keyIndex) }}
+
+// itemFor is the item to look key up with, never stored in the tree; give
+// it back with release once the lookup is done.
+func itemFor(key []byte) indexItem {
+	ki := probes.Get().(*keyIndex)
+	ki.key = key
+	return indexItem{ki: ki, head: keyHead(key)}
+}
+
+// release gives back an item of itemFor's.
+func (it indexItem) release() {
+	it.ki.key = nil
+	probes.Put(it.ki)
+}
+
+// get returns the item of key. ti.mu is held.
+func (ti *Index) get(key []byte) (indexItem, bool) {
+	probe := itemFor(key)
+	defer probe.release()
+	return ti.tree.Get(probe)
+}
 
 // existsAt reports whether the key exists at main revision atRev.
 func (it indexItem) existsAt(atRev int64) bool {
@@ -110,7 +132,7 @@ func (ki *keyIndex) at(atRev int64) (KeyAt, bool) {
 func (ti *Index) Get(key []byte, atRev int64) (KeyAt, bool) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	it, ok := ti.tree.Get(itemFor(key))
+	it, ok := ti.get(key)
 	if !ok {
 		return KeyAt{}, false
 	}
@@ -122,12 +144,14 @@ func (ti *Index) Get(key []byte, atRev int64) (KeyAt, bool) {
 // every key from key on.
 func (ti *Index) visit(key, end []byte, fn func(indexItem) bool) {
 	if len(end) == 0 {
-		if it, ok := ti.tree.Get(itemFor(key)); ok {
+		if it, ok := ti.get(key); ok {
 			fn(it)
 		}
 		return
 	}
 	from, to := itemFor(key), itemFor(end)
+	defer from.release()
+	defer to.release()
 	hasFrom, hasTo := true, !IsInfiniteEnd(end)
 	if hasTo && bytes.Compare(key, end) >= 0 {
 		return
@@ -267,7 +291,7 @@ func (ti *Index) CountAt(key, end []byte, atRev int64) int {
 // then a walk of the range.
 func (ti *Index) countLocked(key, end []byte, atRev int64) int {
 	if len(end) == 0 {
-		if it, ok := ti.tree.Get(itemFor(key)); ok && it.existsAt(atRev) {
+		if it, ok := ti.get(key); ok && it.existsAt(atRev) {
 			return 1
 		}
 		return 0
@@ -277,9 +301,13 @@ func (ti *Index) countLocked(key, end []byte, atRev int64) int {
 		if bytes.Compare(key, end) >= 0 {
 			return 0
 		}
-		upToItems, upToLive = ti.tree.Before(itemFor(end))
+		probe := itemFor(end)
+		upToItems, upToLive = ti.tree.Before(probe)
+		probe.release()
 	}
-	n, w := ti.tree.Before(itemFor(key))
+	probe := itemFor(key)
+	n, w := ti.tree.Before(probe)
+	probe.release()
 	items, live := upToItems-n, upToLive-w
 	changes, ok := ti.changes.since(atRev)
 	if !ok || len(changes) >= items {
@@ -306,13 +334,15 @@ func (ti *Index) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	var ki *keyIndex
-	ti.tree.Update(itemFor(key), func(old indexItem, found bool) indexItem {
+	probe := itemFor(key)
+	ti.tree.Update(probe, func(old indexItem, found bool) indexItem {
 		if ki = old.ki; !found {
 			ki = newKeyIndex(key)
 		}
 		ki.put(rev)
 		return itemOf(ki)
 	})
+	probe.release()
 	ti.changes.add(rev, ki)
 }
 
@@ -325,7 +355,7 @@ func (ti *Index) update(ki *keyIndex) {
 func (ti *Index) Tombstone(key []byte, rev Revision) bool {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	it, ok := ti.tree.Get(itemFor(key))
+	it, ok := ti.get(key)
 	if !ok || !it.ki.tombstone(rev) {
 		return false
 	}
@@ -334,30 +364,28 @@ func (ti *Index) Tombstone(key []byte, rev Revision) bool {
 	return true
 }
 
-// Compact drops the history no read at or after atRev needs and returns the
-// revisions at or before atRev that must stay in the backend. It holds the
+// Compact drops the history no read at or after atRev needs. It holds the
 // index's lock throughout: at a start, before the index serves.
-func (ti *Index) Compact(atRev int64) map[Revision]struct{} {
-	available := make(map[Revision]struct{})
+func (ti *Index) Compact(atRev int64) {
 	for from := []byte{}; from != nil; {
-		from = ti.CompactBatch(atRev, from, math.MaxInt, available)
+		from = ti.CompactBatch(atRev, from, math.MaxInt)
 	}
-	return available
 }
 
 // CompactBatch compacts at atRev the keys from `from` on, at most limit of
-// them, adds the revisions at or before atRev they keep to available, and
-// returns the key to go on from: nil once the last key is done, when it
-// also forgets the changes up to atRev. It holds the index's lock for the
-// batch only, so that a compaction of millions of keys, a batch at a time,
-// lets the writes and reads between its batches through. Reads at or after
-// atRev find the same whether a key is compacted yet or not.
-func (ti *Index) CompactBatch(atRev int64, from []byte, limit int, available map[Revision]struct{}) (next []byte) {
+// them, and returns the key to go on from: nil once the last key is done,
+// when it also forgets the changes up to atRev. It holds the index's lock
+// for the batch only, so that a compaction of millions of keys, a batch at
+// a time, lets the writes and reads between its batches through. Reads at
+// or after atRev find the same whether a key is compacted yet or not: the
+// revision at or before atRev that a compaction keeps in the backend is
+// the one Get(key, atRev) finds.
+func (ti *Index) CompactBatch(atRev int64, from []byte, limit int) (next []byte) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	var emptied []indexItem
 	next = ti.batch(from, limit, func(it indexItem) {
-		if it.ki.compact(atRev, available) {
+		if it.ki.compact(atRev) {
 			emptied = append(emptied, it)
 		}
 	})
@@ -370,38 +398,21 @@ func (ti *Index) CompactBatch(atRev int64, from []byte, limit int, available map
 	return next
 }
 
-// Keep returns the revisions at or before compactRev that a compaction at
-// compactRev retains and that are still their key's latest at atRev, and
-// how many a compaction at compactRev retains in all.
-func (ti *Index) Keep(compactRev, atRev int64) (visible map[Revision]struct{}, retained int) {
-	visible = make(map[Revision]struct{})
-	for from := []byte{}; from != nil; {
-		var n int
-		n, from = ti.KeepBatch(compactRev, atRev, from, math.MaxInt, visible)
-		retained += n
+// RetainsAny reports whether a compaction at compactRev retains a revision
+// of any key: whether some key is live at compactRev. It holds the index's
+// read lock for limit keys at a time.
+func (ti *Index) RetainsAny(compactRev int64, limit int) bool {
+	found := false
+	for from := []byte{}; from != nil && !found; {
+		ti.mu.RLock()
+		from = ti.batch(from, limit, func(it indexItem) {
+			if _, ok := it.ki.kept(compactRev); ok {
+				found = true
+			}
+		})
+		ti.mu.RUnlock()
 	}
-	return visible, retained
-}
-
-// KeepBatch is Keep for the keys from `from` on, at most limit of them: it
-// adds their revisions to visible and returns how many of them the
-// compaction retains, and the key to go on from (nil once the last key is
-// done). It holds the index's read lock for the batch only.
-func (ti *Index) KeepBatch(compactRev, atRev int64, from []byte, limit int, visible map[Revision]struct{}) (retained int, next []byte) {
-	ti.mu.RLock()
-	defer ti.mu.RUnlock()
-	next = ti.batch(from, limit, func(it indexItem) {
-		ki := it.ki
-		rev, ok := ki.kept(compactRev)
-		if !ok {
-			return
-		}
-		retained++
-		if mod, _, _, live := ki.get(atRev); live && mod == rev {
-			visible[rev] = struct{}{}
-		}
-	})
-	return retained, next
+	return found
 }
 
 // batch calls fn for the items of the keys from `from` on, at most limit
@@ -409,7 +420,9 @@ func (ti *Index) KeepBatch(compactRev, atRev int64, from []byte, limit int, visi
 // none). ti.mu is held.
 func (ti *Index) batch(from []byte, limit int, fn func(indexItem)) (next []byte) {
 	n := 0
-	ti.tree.AscendGreaterOrEqual(itemFor(from), func(it indexItem) bool {
+	probe := itemFor(from)
+	defer probe.release()
+	ti.tree.AscendGreaterOrEqual(probe, func(it indexItem) bool {
 		if n == limit {
 			next = it.ki.key
 			return false

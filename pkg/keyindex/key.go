@@ -152,13 +152,9 @@ func (ki *keyIndex) kept(atRev int64) (Revision, bool) {
 	return g.revs[revIdx], true
 }
 
-// compact drops every revision a read at or after atRev can no longer need,
-// records the retained revision in available, and reports whether the key
-// has no history left.
-func (ki *keyIndex) compact(atRev int64, available map[Revision]struct{}) (empty bool) {
-	if rev, ok := ki.kept(atRev); ok {
-		available[rev] = struct{}{}
-	}
+// compact drops every revision a read at or after atRev can no longer need
+// and reports whether the key has no history left.
+func (ki *keyIndex) compact(atRev int64) (empty bool) {
 	genIdx, revIdx := ki.compactionPoint(atRev)
 	g := &ki.generations[genIdx]
 	if revIdx > 0 {

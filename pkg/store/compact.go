@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
 	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
@@ -48,29 +50,19 @@ func (w *WriteTxn) Compact(rev int64) (<-chan struct{}, error) {
 const indexCompactionBatch = 10000
 
 // compactIndex prepares job's hasher (HashKV(job.rev) is to answer from
-// then on what it answers before the compaction, with what the index
-// knows before it forgets) and its set of revisions to keep, compacting
-// the index, a batch of keys at a time.
+// then on what it answers before the compaction) and compacts the index, a
+// batch of keys at a time. It collects nothing per key: the backend's
+// compaction then asks the index, entry by entry, which revision each key
+// holds at job.rev, which a compaction of the index leaves as it was.
 func (c *compactor) compactIndex(job *compactionJob) error {
 	s := c.s
 	began := time.Now()
-	visible := make(map[Revision]struct{})
-	retained := 0
+	job.hasher = newKVHasher(s.index.RetainsAny(job.prevRev, indexCompactionBatch), job.prevRev, job.rev)
 	for from := []byte{}; from != nil; {
 		if c.stopped() {
 			return errCompactionStopped
 		}
-		var n int
-		n, from = s.index.KeepBatch(job.prevRev, job.rev, from, indexCompactionBatch, visible)
-		retained += n
-	}
-	job.hasher = newKVHasher(visible, retained, job.prevRev, job.rev)
-	job.keep = make(map[Revision]struct{})
-	for from := []byte{}; from != nil; {
-		if c.stopped() {
-			return errCompactionStopped
-		}
-		from = s.index.CompactBatch(job.rev, from, indexCompactionBatch, job.keep)
+		from = s.index.CompactBatch(job.rev, from, indexCompactionBatch)
 	}
 	since(s.stats.OnIndexCompaction, began)
 	return nil
@@ -101,9 +93,9 @@ type compactor struct {
 type compactionJob struct {
 	rev     int64
 	prevRev int64 // the compaction before this one (0: none)
-	// keep is the revisions at or before rev that stay; nil until the
-	// index is compacted (a compaction resumed at open finds it done).
-	keep map[Revision]struct{}
+	// resumed tells a compaction resumed at open, whose index the open
+	// compacted already.
+	resumed bool
 	// hasher computes HashKV(rev) as it was before the compaction; nil
 	// when that is not known (a compaction resumed at open).
 	hasher *kvHasher
@@ -127,8 +119,7 @@ func (c *compactor) resume() error {
 		return err
 	}
 	if scheduled := c.s.CompactRev(); scheduled > finished {
-		keep, _ := c.s.index.Keep(scheduled, scheduled)
-		c.resumed = c.enqueue(compactionJob{rev: scheduled, prevRev: finished, keep: keep})
+		c.resumed = c.enqueue(compactionJob{rev: scheduled, prevRev: finished, resumed: true})
 	}
 	return nil
 }
@@ -175,15 +166,17 @@ func (c *compactor) run() {
 
 var errCompactionStopped = fmt.Errorf("compaction stopped")
 
-// compact deletes the revisions at or before job.rev that are not in
-// job.keep, a batch at a time, then records the compaction as finished.
-// A tombstone at job.rev itself stays (until the next compaction), as in
-// etcd since its issue 18089: reads and watches at job.rev are allowed, and
-// a watch that starts there must see that delete. On the way it hashes the
-// revisions for HashKV(job.rev), before any of them is deleted.
+// compact deletes the revisions at or before job.rev that do not hold their
+// key's value there, a batch at a time, then records the compaction as
+// finished. A tombstone at job.rev itself stays (until the next
+// compaction), as in etcd since its issue 18089: reads and watches at
+// job.rev are allowed, and a watch that starts there must see that delete.
+// On the way it hashes the revisions for HashKV(job.rev), before any of
+// them is deleted. Each batch is read, and its fate asked of the index,
+// in a read transaction; the write transaction only deletes.
 func (c *compactor) compact(job compactionJob) error {
 	s := c.s
-	if job.keep == nil {
+	if !job.resumed {
 		if err := c.compactIndex(&job); err != nil {
 			return err
 		}
@@ -193,6 +186,8 @@ func (c *compactor) compact(job compactionJob) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	began := time.Now()
+	var kv mvccpb.KeyValue
+	var doomed [][]byte
 	for {
 		select {
 		case <-c.quit:
@@ -200,34 +195,33 @@ func (c *compactor) compact(job compactionJob) error {
 		case <-pause.C:
 		}
 		batchStart := time.Now()
-		wt := s.b.Write()
-		var doomed [][]byte
+		doomed = doomed[:0]
 		scanned := 0
 		var last []byte
-		err := wt.Range(BucketKey, start, end, func(k, v []byte) bool {
+		rt := s.b.Read()
+		err := rt.Range(BucketKey, start, end, func(k, v []byte) bool {
 			scanned++
 			last = append(last[:0], k...)
-			if job.hasher != nil && job.hasher.write(k, v) != nil {
-				job.hasher = nil // HashKV(job.rev) will meet the same key and fail
-			}
 			rev, tomb, perr := ParseRevisionKey(k)
-			if _, kept := job.keep[rev]; perr == nil && !kept && !(tomb && rev.Main == job.rev) {
+			if perr != nil {
+				job.hasher = nil // HashKV(job.rev) will meet the same key and fail
+				return scanned < s.cfg.CompactionBatchLimit
+			}
+			// An entry whose value does not decode stays, and leaves
+			// HashKV(job.rev) unknown.
+			live, lerr := liveAt(s.index, rev, v, job.rev, &kv)
+			if job.hasher != nil && (lerr != nil || job.hasher.write(k, v, func(Revision) (bool, error) { return live, nil }) != nil) {
+				job.hasher = nil
+			}
+			if lerr == nil && !live && !(tomb && rev.Main == job.rev) {
 				doomed = append(doomed, append([]byte(nil), k...))
 			}
 			return scanned < s.cfg.CompactionBatchLimit
 		})
-		for _, k := range doomed {
-			if err == nil {
-				err = wt.Delete(BucketKey, k)
-			}
-		}
+		rt.Close()
 		finished := scanned < s.cfg.CompactionBatchLimit
-		if err == nil && finished {
-			failpoint.Hit("compactBeforeSetFinishedCompact")
-			err = wt.Put(BucketMeta, MetaFinishedCompactRev, RevisionKey(Revision{Main: job.rev}, false))
-		}
-		if uerr := wt.Unlock(); err == nil {
-			err = uerr
+		if err == nil && (len(doomed) > 0 || finished) {
+			err = c.deleteBatch(doomed, finished, job.rev)
 		}
 		since(s.stats.OnCompactionBatch, batchStart)
 		if err != nil {
@@ -248,6 +242,26 @@ func (c *compactor) compact(job compactionJob) error {
 		start = append(append([]byte(nil), last...), 0) // the key right after the last one scanned
 		pause.Reset(s.cfg.CompactionPause)
 	}
+}
+
+// deleteBatch deletes the doomed entries of the key bucket in one write
+// transaction, and records the compaction at rev finished if it is.
+func (c *compactor) deleteBatch(doomed [][]byte, finished bool, rev int64) error {
+	wt := c.s.b.Write()
+	var err error
+	for _, k := range doomed {
+		if err == nil {
+			err = wt.Delete(BucketKey, k)
+		}
+	}
+	if err == nil && finished {
+		failpoint.Hit("compactBeforeSetFinishedCompact")
+		err = wt.Put(BucketMeta, MetaFinishedCompactRev, RevisionKey(Revision{Main: rev}, false))
+	}
+	if uerr := wt.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
 }
 
 func (c *compactor) stop() {

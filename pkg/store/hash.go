@@ -6,7 +6,10 @@ import (
 	"slices"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
 	"github.com/cairnkv/cairn/pkg/keyindex"
+	"github.com/cairnkv/cairn/pkg/kvcodec"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -102,11 +105,11 @@ func (s *Store) compactionHash(rev int64) (KVHash, bool) {
 // hashKV hashes the key bucket up to rev as HashKV describes; scan calls fn
 // on the bucket's entries below upper in key order.
 func hashKV(index *keyindex.Index, compactRev, rev int64, scan func(upper []byte, fn func(k, v []byte) bool) error) (uint32, error) {
-	keep, retained := index.Keep(compactRev, rev)
-	kh := newKVHasher(keep, retained, compactRev, rev)
+	kh := newKVHasher(index.RetainsAny(compactRev, indexCompactionBatch), compactRev, rev)
+	var kv mvccpb.KeyValue
 	var writeErr error
 	err := scan(RevisionKey(Revision{Main: rev + 1}, false), func(k, v []byte) bool {
-		writeErr = kh.write(k, v)
+		writeErr = kh.write(k, v, func(kr Revision) (bool, error) { return liveAt(index, kr, v, rev, &kv) })
 		return writeErr == nil
 	})
 	if err == nil {
@@ -115,28 +118,41 @@ func hashKV(index *keyindex.Index, compactRev, rev int64, scan func(upper []byte
 	return kh.sum(), err
 }
 
+// liveAt reports whether the key-bucket entry of revision kr with value v
+// holds its key's value at rev, as the index says; kv is scratch space.
+func liveAt(index *keyindex.Index, kr Revision, v []byte, rev int64, kv *mvccpb.KeyValue) (bool, error) {
+	if err := kvcodec.Decode(v, kv); err != nil {
+		return false, err
+	}
+	ka, ok := index.Get(kv.Key, rev)
+	return ok && ka.Mod == kr, nil
+}
+
 // kvHasher hashes the entries of the key bucket, given in key order, as
 // HashKV at rev with the compaction at compactRev describes.
 type kvHasher struct {
 	h          hash.Hash32
 	compactRev int64
 	rev        int64
-	keep       map[Revision]struct{}
-	retained   int
+	// retained tells that the compaction at compactRev retained a
+	// revision of some key: then an entry at or before compactRev counts
+	// only if it is still its key's at rev (etcd leaves them all in when
+	// the compaction retained nothing).
+	retained bool
 }
 
 // newKVHasher hashes as HashKV at rev with the compaction at compactRev,
-// given what the index says of that compaction (Index.Keep): the revisions
-// it retains that are still their key's latest at rev, and how many it
-// retains in all.
-func newKVHasher(keep map[Revision]struct{}, retained int, compactRev, rev int64) *kvHasher {
-	kh := &kvHasher{h: crc32.New(castagnoli), compactRev: compactRev, rev: rev, keep: keep, retained: retained}
+// given whether that compaction retained anything (Index.RetainsAny).
+func newKVHasher(retained bool, compactRev, rev int64) *kvHasher {
+	kh := &kvHasher{h: crc32.New(castagnoli), compactRev: compactRev, rev: rev, retained: retained}
 	kh.h.Write(BucketKey)
 	return kh
 }
 
-// write hashes one entry of the key bucket, if HashKV covers it.
-func (kh *kvHasher) write(k, v []byte) error {
+// write hashes one entry of the key bucket, if HashKV covers it; live
+// tells, when asked, whether the entry of revision kr holds its key's value
+// at the hashed revision.
+func (kh *kvHasher) write(k, v []byte, live func(kr Revision) (bool, error)) error {
 	kr, tomb, err := ParseRevisionKey(k)
 	if err != nil {
 		return err
@@ -144,9 +160,9 @@ func (kh *kvHasher) write(k, v []byte) error {
 	if kr.Main > kh.rev {
 		return nil
 	}
-	if kr.Main <= kh.compactRev && kh.retained > 0 {
-		if _, kept := kh.keep[kr]; !kept {
-			return nil
+	if kr.Main <= kh.compactRev && kh.retained {
+		if ok, err := live(kr); err != nil || !ok {
+			return err
 		}
 	}
 	// A compaction at a delete keeps its tombstone (see compactor.compact),
