@@ -76,6 +76,10 @@ if [[ -n $ONLY && $ONLY != defrag && $ONLY != pages ]]; then
   echo "ONLY=$ONLY: the steps that run alone are defrag and pages" >&2
   exit 2
 fi
+if [[ -n ${CAIRN_ONLY:-} && -z $ONLY ]]; then
+  echo "CAIRN_ONLY=1 runs one step alone: ONLY=pages or ONLY=defrag" >&2
+  exit 2
+fi
 FULL=${FULL:-8}
 # The keys are those of etcd's benchmark tool: 8 bytes, the varint of the
 # key's number, zero-padded. Of the first 1,000,000, [LO, HI) holds exactly
@@ -270,18 +274,21 @@ echo "Load average (1, 5, 15 min) before: $(cat "$RESULTS/loadavg-before"); afte
 echo "Figures: medians over the rounds. Ratios (lower is better): median (lowest–highest) of cairn/etcd within each round."
 echo
 if [[ -n ${CAIRN_ONLY:-} ]]; then
-  if [[ $ONLY != pages ]]; then
-    echo "CAIRN_ONLY=1 tabulates the pages only (ONLY=pages)" >&2
-    exit 2
-  fi
   echo "| measurement (cairn alone) | cairn serve |"
   echo "|---|---|"
-  echo "| a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50 | $(ms "$(median cairn-pages .page_p50_seconds)") |"
-  echo "| the same: p99 | $(ms "$(median cairn-pages .page_p99_seconds)") |"
-  echo "| the same: a whole list | $(median cairn-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') |"
-  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median etcd-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |" \
-  "$(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') | $(paired cairn-load etcd-load .elapsed_seconds) |"
-echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
+  if [[ $ONLY == pages ]]; then
+    echo "| a page of $PAGE_LIMIT of a list of every key at one revision, $PAGE_WRITES puts/s meanwhile: p50 | $(ms "$(median cairn-pages .page_p50_seconds)") |"
+    echo "| the same: p99 | $(ms "$(median cairn-pages .page_p99_seconds)") |"
+    echo "| the same: a whole list | $(median cairn-pages .list_median_seconds | awk '{ printf "%.2f s", $1 }') |"
+  else
+    echo "| compaction, waited for, while $DEFRAG_RATE puts/s go on: time | $(median cairn-compaction .seconds | awk '{ printf "%.2f s", $1 }') |"
+    echo "| slowest put during the compaction | $(ms "$(median cairn-compaction .slowest_put_seconds)") |"
+    echo "| defrag of the db ($(median cairn-defrag .before.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }')) | $(median cairn-defrag .seconds | awk '{ printf "%.2f s", $1 }') |"
+    echo "| db file after the defrag | $(median cairn-defrag .after.db_size | awk '{ printf "%.0f MB", $1 / 1e6 }') |"
+    echo "| slowest put of $DEFRAG_RATE/s during the defrag | $(ms "$(median cairn-defrag-puts .latency_seconds.slowest)") |"
+  fi
+  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |"
+  echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
   exit 0
 fi
 echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
