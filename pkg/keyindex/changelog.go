@@ -76,7 +76,7 @@ func existenceChange(changes []change, key, end []byte, atRev int64) int {
 	d := 0
 	for _, c := range changes {
 		ki := c.ki
-		if !inRange(ki.key, key, end) || ki.firstChangeAfter(atRev) != c.rev {
+		if !inRange(asBytes(ki.key), key, end) || ki.firstChangeAfter(atRev) != c.rev {
 			continue
 		}
 		_, _, _, then := ki.get(atRev)

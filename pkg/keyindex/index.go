@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -45,7 +46,7 @@ func lessItem(a, b indexItem) bool {
 	if a.head != b.head {
 		return a.head < b.head
 	}
-	return bytes.Compare(a.ki.key, b.ki.key) < 0
+	return a.ki.key < b.ki.key
 }
 
 // compareItems orders items as lessItem does, for sorting.
@@ -53,7 +54,7 @@ func compareItems(a, b indexItem) int {
 	if a.head != b.head {
 		return cmp.Compare(a.head, b.head)
 	}
-	return bytes.Compare(a.ki.key, b.ki.key)
+	return strings.Compare(a.ki.key, b.ki.key)
 }
 
 func keyHead(key []byte) uint64 {
@@ -64,7 +65,7 @@ func keyHead(key []byte) uint64 {
 
 // itemOf is the item that holds ki in the tree.
 func itemOf(ki *keyIndex) indexItem {
-	return indexItem{ki: ki, liveSince: ki.liveSince(), head: keyHead(ki.key)}
+	return indexItem{ki: ki, liveSince: ki.liveSince(), head: keyHead(asBytes(ki.key))}
 }
 
 // probes holds the keyIndex values that lookups compare with: one made
@@ -75,13 +76,13 @@ var probes = sync.Pool{New: func() any { return new(keyIndex) }}
 // it back with release once the lookup is done.
 func itemFor(key []byte) indexItem {
 	ki := probes.Get().(*keyIndex)
-	ki.key = key
+	ki.key = asString(key)
 	return indexItem{ki: ki, head: keyHead(key)}
 }
 
 // release gives back an item of itemFor's.
 func (it indexItem) release() {
-	it.ki.key = nil
+	it.ki.key = ""
 	probes.Put(it.ki)
 }
 
@@ -125,7 +126,7 @@ type KeyAt struct {
 // at returns the state of ki at atRev.
 func (ki *keyIndex) at(atRev int64) (KeyAt, bool) {
 	mod, created, ver, ok := ki.get(atRev)
-	return KeyAt{Key: ki.key, Mod: mod, Created: created, Version: ver}, ok
+	return KeyAt{Key: asBytes(ki.key), Mod: mod, Created: created, Version: ver}, ok
 }
 
 // Get returns the state of key at atRev.
@@ -158,10 +159,10 @@ func (ti *Index) visit(key, end []byte, fn func(indexItem) bool) {
 	}
 	// A bound beyond every key is dropped: the tree would compare it with
 	// the keys of each node (from) or with each key (to).
-	if first, ok := ti.tree.Min(); ok && bytes.Compare(key, first.ki.key) <= 0 {
+	if first, ok := ti.tree.Min(); ok && bytes.Compare(key, asBytes(first.ki.key)) <= 0 {
 		hasFrom = false
 	}
-	if last, ok := ti.tree.Max(); ok && hasTo && bytes.Compare(last.ki.key, end) < 0 {
+	if last, ok := ti.tree.Max(); ok && hasTo && bytes.Compare(asBytes(last.ki.key), end) < 0 {
 		hasTo = false
 	}
 	switch {
@@ -424,7 +425,7 @@ func (ti *Index) batch(from []byte, limit int, fn func(indexItem)) (next []byte)
 	defer probe.release()
 	ti.tree.AscendGreaterOrEqual(probe, func(it indexItem) bool {
 		if n == limit {
-			next = it.ki.key
+			next = asBytes(it.ki.key)
 			return false
 		}
 		fn(it)

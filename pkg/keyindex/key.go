@@ -1,42 +1,54 @@
 package keyindex
 
+import "unsafe"
+
 // A keyIndex is the history of one key: its generations, oldest first. A
 // generation runs from the put that created the key (version 1) to the
 // tombstone that deleted it; the last generation is the live one and is empty
 // when the key does not exist at the latest revision.
+//
+// A key written once, the common case, is one object of 96 bytes, a size
+// class of Go's: the key is held as a string (a header 8 bytes shorter
+// than a slice's, its bytes never changed), and a generation keeps the main
+// revision of its creation only (the sub-revision is never asked for).
 type keyIndex struct {
-	key         []byte
+	key         string
 	generations []generation
 }
 
 type generation struct {
 	ver     int64      // version of the newest revision in revs
-	created Revision   // the put that started the generation
+	created int64      // the main revision of the put that started the generation
 	revs    []Revision // oldest first; in a finished generation the last one is the tombstone
 }
 
 func (g *generation) isEmpty() bool { return len(g.revs) == 0 }
 
-// newKeyIndex returns the empty history of key. Its first generation and
+// newKeyIndex returns the empty history of key, which it keeps: the caller
+// must not change key's bytes after. Its first generation and
 // that generation's first revision are allocated with it: most keys have one
 // of each, and then their history is one object, read with one cache miss
 // where three allocations took three.
 func newKeyIndex(key []byte) *keyIndex {
-	in := &struct {
-		ki  keyIndex
-		gen [1]generation
-		rev [1]Revision
-	}{}
+	in := &oneObject{}
 	in.gen[0].revs = in.rev[:0]
-	in.ki.key, in.ki.generations = key, in.gen[:]
+	in.ki.key, in.ki.generations = asString(key), in.gen[:]
 	return &in.ki
+}
+
+// oneObject is a key's history with its first generation and revision, as
+// newKeyIndex allocates it.
+type oneObject struct {
+	ki  keyIndex
+	gen [1]generation
+	rev [1]Revision
 }
 
 // put records a change of the key at rev.
 func (ki *keyIndex) put(rev Revision) {
 	g := &ki.generations[len(ki.generations)-1]
 	if g.isEmpty() {
-		g.created = rev
+		g.created = rev.Main
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
@@ -93,7 +105,7 @@ func (ki *keyIndex) get(atRev int64) (mod, created Revision, ver int64, ok bool)
 	if n < 0 {
 		return Revision{}, Revision{}, 0, false
 	}
-	return g.revs[n], g.created, g.ver - int64(len(g.revs)-1-n), true
+	return g.revs[n], Revision{Main: g.created}, g.ver - int64(len(g.revs)-1-n), true
 }
 
 // firstChangeAfter returns the key's first put or tombstone after main
@@ -181,8 +193,14 @@ func (ki *keyIndex) restore(rev Revision, tombstone bool, createRev, version int
 		return
 	}
 	if g.isEmpty() {
-		g.created = Revision{Main: createRev}
+		g.created = createRev
 	}
 	g.revs = append(g.revs, rev)
 	g.ver = version
 }
+
+// asString is b as a string that shares its bytes, which must not change.
+func asString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// asBytes is s as a slice that shares its bytes, which must not be changed.
+func asBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -156,7 +156,7 @@ func (sh *loadShard) run() {
 
 func (sh *loadShard) add(e *loadEntry) {
 	i, ok := sh.byHash[e.hash]
-	if ok && !bytes.Equal(sh.keys[i].key, e.key) {
+	if ok && sh.keys[i].key != string(e.key) {
 		i, ok = sh.collided[string(e.key)]
 	}
 	if ok {
@@ -174,7 +174,7 @@ func (sh *loadShard) add(e *loadEntry) {
 		if sh.collided == nil {
 			sh.collided = make(map[string]int)
 		}
-		sh.collided[string(ki.key)] = len(sh.keys)
+		sh.collided[ki.key] = len(sh.keys)
 	}
 	sh.keys = append(sh.keys, ki)
 }
