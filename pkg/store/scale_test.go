@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -55,7 +56,9 @@ func TestCountAllocatesNothingPerKey(t *testing.T) {
 		t.Errorf("counts %d, %d, %d at the revision before the deletes; want %d, %d, %d", few, all, old, 2000-1, n-2, n)
 	}
 	t.Logf("allocations per count: %v for 2,000 keys, %v for %d, %v at an older revision", fewAllocs, allAllocs, n, oldAllocs)
-	if allAllocs != fewAllocs || oldAllocs != fewAllocs {
+	// Within one: the index's lookup probes come from a sync.Pool, which
+	// the race detector makes drop a quarter of what it is given.
+	if math.Abs(allAllocs-fewAllocs) > 1 || math.Abs(oldAllocs-fewAllocs) > 1 {
 		t.Errorf("allocations per count: %v for 2,000 keys, %v for %d (%v at an older revision); want the same", fewAllocs, allAllocs, n, oldAllocs)
 	}
 }
