@@ -5,18 +5,15 @@ package peerproxy
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-)
 
-// senderHeaders are the request headers by which a member names itself to
-// the peer it dials: etcd's, and cairn's.
-var senderHeaders = []string{"X-Server-From", "X-Cairn-From"}
+	"github.com/cairnkv/cairn/internal/testnet"
+)
 
 // Network owns one proxy in front of each member's peer listener and the
 // state of every link. A link is an unordered pair of members: blocking it
@@ -257,7 +254,7 @@ func (c *proxyConn) setServer(server net.Conn) bool {
 
 func (p *Proxy) forward(client net.Conn) {
 	in := bufio.NewReader(client)
-	head, sender, err := readHead(in)
+	head, sender, err := testnet.ReadPeerHead(in)
 	if err != nil {
 		client.Close()
 		return
@@ -340,28 +337,4 @@ func (p *Proxy) pump(c *proxyConn, dst io.Writer, src io.Reader) {
 			return
 		}
 	}
-}
-
-// readHead reads an HTTP request head and returns it with the sender named by
-// one of senderHeaders ("" if none).
-func readHead(r *bufio.Reader) (head []byte, sender string, err error) {
-	var buf bytes.Buffer
-	for buf.Len() < 1<<16 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, "", err
-		}
-		buf.WriteString(line)
-		if name, value, ok := strings.Cut(line, ":"); ok {
-			for _, h := range senderHeaders {
-				if strings.EqualFold(strings.TrimSpace(name), h) {
-					sender = strings.TrimSpace(value)
-				}
-			}
-		}
-		if line == "\r\n" || line == "\n" {
-			break
-		}
-	}
-	return buf.Bytes(), sender, nil
 }

@@ -2,12 +2,12 @@ package clienttest
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cairnkv/cairn/internal/testnet"
 )
 
 // peerProxy forwards connections to a member's peer listener. It can cut
@@ -73,7 +73,7 @@ func (p *peerProxy) isBlocked(sender string) bool {
 func (p *peerProxy) forward(client net.Conn) {
 	defer client.Close()
 	in := bufio.NewReader(client)
-	head, sender, err := readHead(in)
+	head, sender, err := testnet.ReadPeerHead(in)
 	if err != nil {
 		return
 	}
@@ -105,31 +105,7 @@ func (p *peerProxy) forward(client net.Conn) {
 	_, _ = io.Copy(client, server)
 }
 
-// readHead reads an HTTP request head and returns it with the sender its
-// X-Server-From or X-Cairn-From header names ("" if absent).
-func readHead(r *bufio.Reader) (head []byte, sender string, err error) {
-	var buf bytes.Buffer
-	for buf.Len() < 1<<16 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, "", err
-		}
-		buf.WriteString(line)
-		if name, value, ok := strings.Cut(line, ":"); ok && isSenderHeader(strings.TrimSpace(name)) {
-			sender = strings.TrimSpace(value)
-		}
-		if line == "\r\n" || line == "\n" {
-			break
-		}
-	}
-	return buf.Bytes(), sender, nil
-}
-
 func (p *peerProxy) close() {
 	p.l.Close()
 	p.block("")
-}
-
-func isSenderHeader(name string) bool {
-	return strings.EqualFold(name, "X-Server-From") || strings.EqualFold(name, "X-Cairn-From")
 }
