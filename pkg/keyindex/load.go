@@ -11,8 +11,8 @@ import (
 
 // Loader rebuilds the key index from the backend's revisions, read in
 // revision order when a store opens. It gathers each key's revisions
-// through hash maps, then sorts the keys once and builds the tree
-// bottom-up (ostree.Build). Inserting each key into the tree as it came
+// through a hash table per shard (keyTable), then sorts the keys once and
+// builds the tree bottom-up (ostree.Build). Inserting each key into the tree as it came
 // descended the tree once per key, in the random order the keys were
 // written: a few cache misses per key, most of a restart's time at 10M
 // keys.
@@ -45,14 +45,11 @@ type loadShard struct {
 	in   chan []loadEntry // full batches from add; closed by stop
 	free chan []loadEntry // batches the shard is done with
 	done chan struct{}    // closed once items are sorted
-	// keys are the keyIndexes in the order of their first revision; byHash
-	// finds a key's by the hash of the key, collided those of keys whose
-	// hash an earlier key already has. The maps hold no pointers, so that
-	// the collector does not scan them.
-	keys     []*keyIndex
-	byHash   map[uint64]int
-	collided map[string]int
-	items    []indexItem
+	// keys are the keyIndexes in the order of their first revision; table
+	// finds a key's place among them.
+	keys  []*keyIndex
+	table keyTable
+	items []indexItem
 }
 
 const (
@@ -73,10 +70,9 @@ func NewLoader() *Loader {
 	}
 	for i := range l.shards {
 		sh := &loadShard{
-			in:     make(chan []loadEntry, loadBatches),
-			free:   make(chan []loadEntry, loadBatches),
-			done:   make(chan struct{}),
-			byHash: make(map[uint64]int),
+			in:   make(chan []loadEntry, loadBatches),
+			free: make(chan []loadEntry, loadBatches),
+			done: make(chan struct{}),
 		}
 		for range loadBatches - 1 {
 			sh.free <- make([]loadEntry, 0, loadBatch)
@@ -150,16 +146,13 @@ func (sh *loadShard) run() {
 	for i, ki := range sh.keys {
 		sh.items[i] = itemOf(ki)
 	}
-	sh.keys, sh.byHash, sh.collided = nil, nil, nil
+	sh.keys, sh.table = nil, keyTable{}
 	slices.SortFunc(sh.items, compareItems)
 }
 
 func (sh *loadShard) add(e *loadEntry) {
-	i, ok := sh.byHash[e.hash]
-	if ok && sh.keys[i].key != string(e.key) {
-		i, ok = sh.collided[string(e.key)]
-	}
-	if ok {
+	tag := uint32(e.hash >> 32)
+	if i, ok := sh.table.find(tag, e.key, sh.keys); ok {
 		sh.keys[i].restore(e.rev, e.tombstone, e.createRev, e.version)
 		return
 	}
@@ -168,14 +161,7 @@ func (sh *loadShard) add(e *loadEntry) {
 	}
 	ki := newKeyIndex(bytes.Clone(e.key))
 	ki.restore(e.rev, e.tombstone, e.createRev, e.version)
-	if _, taken := sh.byHash[e.hash]; !taken {
-		sh.byHash[e.hash] = len(sh.keys)
-	} else {
-		if sh.collided == nil {
-			sh.collided = make(map[string]int)
-		}
-		sh.collided[ki.key] = len(sh.keys)
-	}
+	sh.table.add(tag, len(sh.keys))
 	sh.keys = append(sh.keys, ki)
 }
 
