@@ -11,11 +11,11 @@ import (
 
 // Loader rebuilds the key index from the backend's revisions, read in
 // revision order when a store opens. It gathers each key's revisions
-// through a hash table per shard (keyTable), then sorts the keys once and
-// builds the tree bottom-up (ostree.Build). Inserting each key into the tree as it came
-// descended the tree once per key, in the random order the keys were
-// written: a few cache misses per key, most of a restart's time at 10M
-// keys.
+// through a hash table per shard (keyTable), then sorts each shard's keys
+// and builds the tree bottom-up from the sorted runs merged
+// (ostree.Build). Inserting each key into the tree as it came descended
+// the tree once per key, in the random order the keys were written: a few
+// cache misses per key, most of a restart's time at 10M keys.
 //
 // The keys are split by hash among shards, one goroutine each (as many as
 // there are cores, up to maxLoadShards), so that the cache misses of the
@@ -126,7 +126,11 @@ func (l *Loader) Index() *Index {
 		sh.items = nil
 	}
 	ti := New()
-	ti.tree = ostree.Build(lessItem, liveWeight, mergeSorted(runs))
+	n := 0
+	for _, run := range runs {
+		n += len(run)
+	}
+	ti.tree = ostree.Build(lessItem, liveWeight, n, merger(runs))
 	ti.changes.skip(l.lastRev)
 	return ti
 }
@@ -165,34 +169,18 @@ func (sh *loadShard) add(e *loadEntry) {
 	sh.keys = append(sh.keys, ki)
 }
 
-// mergeSorted merges runs, each sorted by compareItems and none holding a
-// key another holds, into one sorted slice.
-func mergeSorted(runs [][]indexItem) []indexItem {
-	for len(runs) > 1 {
-		var next [][]indexItem
-		for i := 0; i < len(runs); i += 2 {
-			if i+1 == len(runs) {
-				next = append(next, runs[i])
-				continue
+// merger hands out the items of runs, each sorted by compareItems and none
+// holding a key another holds, in order (see ostree.Build's fill).
+func merger(runs [][]indexItem) func(dst []indexItem) {
+	return func(dst []indexItem) {
+		for i := range dst {
+			least := -1
+			for r, run := range runs {
+				if len(run) > 0 && (least < 0 || compareItems(run[0], runs[least][0]) < 0) {
+					least = r
+				}
 			}
-			next = append(next, mergeTwo(runs[i], runs[i+1]))
-		}
-		runs = next
-	}
-	if len(runs) == 0 {
-		return nil
-	}
-	return runs[0]
-}
-
-func mergeTwo(a, b []indexItem) []indexItem {
-	out := make([]indexItem, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if compareItems(a[0], b[0]) < 0 {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
+			dst[i], runs[least] = runs[least][0], runs[least][1:]
 		}
 	}
-	return append(append(out, a...), b...)
 }

@@ -62,22 +62,25 @@ func New[T any](less func(a, b T) bool, weight func(T) int) *Tree[T] {
 	return &Tree[T]{less: less, weight: weight, root: &node[T]{}}
 }
 
-// Build is the tree of items, which must be sorted by less and distinct,
-// built bottom-up in O(n): the store's index at a restart, where inserting
-// millions of keys one by one in the order they were written descends the
-// tree once per key, each descent a few cache misses. Nodes are filled to
-// buildFill items or children, so that the inserts that follow split few.
-func Build[T any](less func(a, b T) bool, weight func(T) int, items []T) *Tree[T] {
+// Build is the tree of n items, built bottom-up in O(n): the store's
+// index at a restart, where inserting millions of keys one by one in the
+// order they were written descends the tree once per key, each descent a
+// few cache misses. fill hands the items over in order, sorted by less and
+// distinct, a node's worth at a time: it writes the next len(dst) items
+// into dst, so that items merged from several sorted runs go straight into
+// the nodes. Nodes are filled to buildFill items or children, so that the
+// inserts that follow split few.
+func Build[T any](less func(a, b T) bool, weight func(T) int, n int, fill func(dst []T)) *Tree[T] {
 	t := New(less, weight)
-	if len(items) == 0 {
+	if n == 0 {
 		return t
 	}
-	level := make([]*node[T], 0, (len(items)+buildFill-1)/buildFill)
-	for _, part := range evenParts(len(items)) {
-		n := &node[T]{items: make([]T, part.end-part.start)}
-		copy(n.items, items[part.start:part.end])
-		level = append(level, n)
-		t.total += t.weigh(n)
+	level := make([]*node[T], 0, (n+buildFill-1)/buildFill)
+	for _, part := range evenParts(n) {
+		nd := &node[T]{items: make([]T, part.end-part.start)}
+		fill(nd.items)
+		level = append(level, nd)
+		t.total += t.weigh(nd)
 	}
 	for len(level) > 1 {
 		parts := evenParts(len(level))
@@ -101,7 +104,7 @@ func Build[T any](less func(a, b T) bool, weight func(T) int, items []T) *Tree[T
 		level = up
 	}
 	t.root = level[0]
-	t.length = len(items)
+	t.length = n
 	return t
 }
 

@@ -251,7 +251,7 @@ func TestBuildAgainstASortedSlice(t *testing.T) {
 			model = append(model, item{k, rng.IntN(2)})
 		}
 		slices.SortFunc(model, func(a, b item) int { return a.key - b.key })
-		tr := Build(lessItem, weightOf, model)
+		tr := Build(lessItem, weightOf, len(model), fillFrom(model))
 		check(t, s, tr, model)
 		exercise(t, s, rng, tr, slices.Clone(model), keys, 3000)
 	}
@@ -264,6 +264,13 @@ func BenchmarkBuild(b *testing.B) {
 		items[k] = item{k, 1}
 	}
 	for b.Loop() {
-		Build(lessItem, weightOf, items)
+		Build(lessItem, weightOf, len(items), fillFrom(items))
+	}
+}
+
+// fillFrom hands the items over to Build in order.
+func fillFrom(items []item) func(dst []item) {
+	return func(dst []item) {
+		items = items[copy(dst, items):]
 	}
 }
