@@ -846,6 +846,22 @@ func (b *Backend) CommitUnlessBusy(overdue bool) (bool, error) {
 	return true, b.commitHeld()
 }
 
+// syncFreelist writes bbolt's list of free pages into the file, in an
+// empty transaction before a clean close. The backend's commits leave the
+// list out (NoFreelistSync: each would write it), so bbolt's next open
+// would walk every page of the file to find the free ones, 3-4 s of a
+// restart at 10 million keys, on one core; with the list in the file it
+// reads the list. The first commit after that open leaves it out again and
+// frees its pages. A failure costs the next open its walk only.
+func (b *Backend) syncFreelist() {
+	b.db.NoFreelistSync = false
+	defer func() { b.db.NoFreelistSync = true }()
+	if err := b.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		b.cfg.Logger.Warn("could not write the list of free pages at close; the next open rebuilds it",
+			"path", b.cfg.Path, "err", err)
+	}
+}
+
 // Close commits the open batch and closes the file.
 func (b *Backend) Close() error {
 	b.commitMu.Lock()
@@ -863,6 +879,9 @@ func (b *Backend) Close() error {
 	<-b.done
 	b.dbMu.Lock()
 	defer b.dbMu.Unlock()
+	if err == nil {
+		b.syncFreelist()
+	}
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -331,4 +332,79 @@ func TestCommitUnlessBusyDoesNotWait(t *testing.T) {
 	if committed, err := b.CommitUnlessBusy(false); err != nil || !committed {
 		t.Fatalf("with the file free: committed %v, %v", committed, err)
 	}
+}
+
+// TestCleanCloseWritesTheFreelist: a clean close leaves bbolt's list of
+// free pages in the file, so that the next open reads it instead of
+// walking the file; the commits in between leave it out as before.
+func TestCleanCloseWritesTheFreelist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.Write()
+	if err := w.CreateBucket(testBucket); err != nil {
+		t.Fatal(err)
+	}
+	w.Unlock()
+	for i := range 1000 {
+		put(t, b, fmt.Sprintf("k%04d", i))
+	}
+	if err := b.ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+	if fl := newestFreelistPage(t, path); fl != noFreelist {
+		t.Fatalf("a commit wrote the freelist (page %d)", fl)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fl := newestFreelistPage(t, path); fl == noFreelist {
+		t.Fatal("a clean close left the freelist out")
+	}
+
+	b, err = Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	put(t, b, "after")
+	if err := b.ForceCommit(); err != nil {
+		t.Fatal(err)
+	}
+	if fl := newestFreelistPage(t, path); fl != noFreelist {
+		t.Fatalf("a commit after the reopen wrote the freelist (page %d)", fl)
+	}
+	rt := b.Read()
+	defer rt.Close()
+	if v, ok := rt.Get(testBucket, []byte("k0999")); !ok || string(v) != "v-k0999" {
+		t.Fatalf("k0999 after the reopen: %q, %v", v, ok)
+	}
+}
+
+// noFreelist is the freelist page of a bbolt meta page whose transaction
+// did not write the list.
+const noFreelist = ^uint64(0)
+
+// newestFreelistPage reads the freelist page named by the newest of the
+// file's two meta pages (a 16-byte page header, then magic, version, page
+// size, flags, the root bucket's 16 bytes, the freelist page, the page
+// count and the transaction id, little-endian).
+func newestFreelistPage(t *testing.T, path string) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	pageSize := int(le.Uint32(data[16+8:]))
+	var freelist, txid uint64
+	for _, at := range []int{0, pageSize} {
+		meta := data[at+16:]
+		if id := le.Uint64(meta[48:]); id >= txid {
+			freelist, txid = le.Uint64(meta[32:]), id
+		}
+	}
+	return freelist
 }
