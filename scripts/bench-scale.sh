@@ -17,7 +17,9 @@
 #   restart   the member stopped with kill -9, then with SIGTERM (a clean
 #             stop), and started again each time: the time from its start to
 #             the answer of its first linearizable read (etcd's client,
-#             retrying every 5 ms)
+#             retrying every 5 ms); with ONLY=restart, RESTARTS (3) times
+#             each on the one load, the i-th restarts of the two servers
+#             paired in the ratios
 #   full      FULL concurrent ranges of every key with its value (the
 #             answer of each some 290 MB): the member's peak RSS while they
 #             run (VmHWM, reset before them), and their mean latency
@@ -48,6 +50,8 @@
 #   KEEP=1 bash scripts/bench-scale.sh          # keep the work directory (logs, JSON results)
 #   ONLY=defrag KEYS=2500000 bash scripts/bench-scale.sh   # the load and the defrag only, of a 1 GB db
 #   ONLY=pages KEYS=100000 bash scripts/bench-scale.sh      # the load and the pages only
+#   ONLY=restart KEYS=10000000 ROUNDS=1 MEMBER_FLAGS="--quota-backend-bytes 17179869184" \
+#     bash scripts/bench-scale.sh                           # the load and RESTARTS restarts of each kind
 #   KEYS=10000000 ROUNDS=1 FULL=0 LISTS=0 COUNTS=5 DEFRAG_DELETE=0 MEMBER_FLAGS="--quota-backend-bytes 17179869184" \
 #     bash scripts/bench-scale.sh                           # 10M keys (3 GB, past the default
 #                                                           # 2 GB quota): no full ranges
@@ -72,8 +76,13 @@ PAGE_LIMIT=${PAGE_LIMIT:-500}
 LISTS=${LISTS:-3}
 PAGE_WRITES=${PAGE_WRITES:-100}
 ONLY=${ONLY:-}
-if [[ -n $ONLY && $ONLY != defrag && $ONLY != pages ]]; then
-  echo "ONLY=$ONLY: the steps that run alone are defrag and pages" >&2
+if [[ -n $ONLY && $ONLY != defrag && $ONLY != pages && $ONLY != restart ]]; then
+  echo "ONLY=$ONLY: the steps that run alone are defrag, pages and restart" >&2
+  exit 2
+fi
+RESTARTS=${RESTARTS:-3}
+if [[ $ONLY == restart && $ROUNDS != 1 ]]; then
+  echo "ONLY=restart repeats the restarts on one load: ROUNDS=1, RESTARTS=N" >&2
   exit 2
 fi
 if [[ -n ${CAIRN_ONLY:-} && -z $ONLY ]]; then
@@ -231,6 +240,15 @@ measure_round() {
     stop_servers
     return
   fi
+  if [[ $ONLY == restart ]]; then
+    sleep 10 # at rest, as in the full run: a duration, nothing to wait for
+    for ((rep = 1; rep <= RESTARTS; rep++)); do
+      restart "$rep" "$kind" KILL restart-kill
+      restart "$rep" "$kind" TERM restart-term
+    done
+    stop_servers
+    return
+  fi
   if [[ $ONLY != defrag ]]; then
     sleep 1 # the last batch commits
     rss "$kind-rss-load" "$round"
@@ -266,6 +284,7 @@ cut -d' ' -f1-3 /proc/loadavg >"$RESULTS/loadavg-after"
 # ---- summary -----------------------------------------------------------------
 
 REPEAT=$ROUNDS # for median and paired
+if [[ $ONLY == restart ]]; then REPEAT=$RESTARTS; fi
 ms() { awk -v s="$1" 'BEGIN { printf "%.1f ms", s * 1000 }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
 echo
@@ -289,6 +308,16 @@ if [[ -n ${CAIRN_ONLY:-} ]]; then
   fi
   echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (time) | $(median cairn-load .elapsed_seconds | awk '{ printf "%.0f s", $1 }') |"
   echo "| load: $KEYS puts in transactions of $TXN_OPS, 100 clients (throughput) | $(median cairn-load .requests_per_second | awk '{ printf "%.0f txn/s", $1 }') |"
+  exit 0
+fi
+if [[ $ONLY == restart ]]; then
+  echo "| measurement ($RESTARTS restarts of each on one load) | etcd 3.7.3 | cairn serve | cairn/etcd |"
+  echo "|---|---|---|---|"
+  for row in "restart-kill:kill -9, restart, first linearizable read" "restart-term:clean stop, restart, first linearizable read"; do
+    name=${row%%:*}
+    echo "| ${row#*:} | $(median "etcd-$name" .seconds | awk '{ printf "%.2f s", $1 }') |" \
+      "$(median "cairn-$name" .seconds | awk '{ printf "%.2f s", $1 }') | $(paired "cairn-$name" "etcd-$name" .seconds) |"
+  done
   exit 0
 fi
 echo "| measurement | etcd 3.7.3 | cairn serve | cairn/etcd |"
