@@ -96,6 +96,10 @@ type Backend struct {
 
 	// commitMu serialises commits: bbolt has one write transaction at a time.
 	commitMu sync.Mutex
+	// committed says a commit wrote to the file this process opened; a
+	// file never written to is left untouched by Close (guarded by
+	// commitMu).
+	committed bool
 
 	// batchMu serialises writers, and a commit's swap of the buffers.
 	batchMu sync.Mutex
@@ -297,6 +301,7 @@ func (b *Backend) flush(db *bolt.DB, batch *writeBuffer) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w", b.cfg.Path, err)
 	}
+	b.committed = true
 	if b.cfg.OnBoltCommit != nil {
 		ts := tx.Stats()
 		b.cfg.OnBoltCommit(ts.GetRebalanceTime(), ts.GetSpillTime(), ts.GetWriteTime())
@@ -847,7 +852,7 @@ func (b *Backend) CommitUnlessBusy(overdue bool) (bool, error) {
 }
 
 // syncFreelist writes bbolt's list of free pages into the file, in an
-// empty transaction before a clean close. The backend's commits leave the
+// empty transaction before a clean close of a file the backend wrote to. The backend's commits leave the
 // list out (NoFreelistSync: each would write it), so bbolt's next open
 // would walk every page of the file to find the free ones, 3-4 s of a
 // restart at 10 million keys, on one core; with the list in the file it
@@ -873,13 +878,14 @@ func (b *Backend) Close() error {
 	}
 	err := b.commitLocked()
 	b.closed = true
+	committed := b.committed
 	b.batchMu.Unlock()
 	b.commitMu.Unlock()
 	close(b.stop)
 	<-b.done
 	b.dbMu.Lock()
 	defer b.dbMu.Unlock()
-	if err == nil {
+	if err == nil && committed {
 		b.syncFreelist()
 	}
 	if cerr := b.db.Close(); err == nil {

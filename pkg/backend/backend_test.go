@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -380,6 +381,44 @@ func TestCleanCloseWritesTheFreelist(t *testing.T) {
 	defer rt.Close()
 	if v, ok := rt.Get(testBucket, []byte("k0999")); !ok || string(v) != "v-k0999" {
 		t.Fatalf("k0999 after the reopen: %q, %v", v, ok)
+	}
+}
+
+// TestCloseWithoutWritesLeavesTheFileAlone: a file opened and closed with
+// nothing written is not touched, the freelist included (a file the store
+// refuses must stay as it was).
+func TestCloseWithoutWritesLeavesTheFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.Write()
+	if err := w.CreateBucket(testBucket); err != nil {
+		t.Fatal(err)
+	}
+	w.Unlock()
+	put(t, b, "a")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("a close with nothing written changed the file")
 	}
 }
 

@@ -165,7 +165,23 @@ func TestWatchCreatedMidStreamGetsExactlyTheLaterRevisions(t *testing.T) {
 // Watchers that catch up from the same revision on the same range share
 // their responses' encoding; one whose stream is full holds none of the
 // others back, and once read gets every revision, in order, each once.
+// The sharing needs both watchers created before a catch-up round runs;
+// under load a round can come between the two creations, so the scenario
+// is tried up to five times and must share in one. Every other check
+// holds in every try.
 func TestWatchCatchUpGroups(t *testing.T) {
+	for try := 1; try <= 5; try++ {
+		if catchUpGroupsShare(t) {
+			return
+		}
+		t.Logf("try %d: a catch-up round came between the two creations", try)
+	}
+	t.Error("two watchers catching up from one revision encoded their events twice in five tries")
+}
+
+// catchUpGroupsShare runs TestWatchCatchUpGroups's scenario once and
+// reports whether the two watchers shared their catch-up's encoding.
+func catchUpGroupsShare(t *testing.T) bool {
 	s := openTestStore(t)
 	for i := 0; i < 10; i++ {
 		mustPut(t, s, fmt.Sprintf("c/%d", i), fmt.Sprint(i)) // revisions 2..11
@@ -195,9 +211,11 @@ func TestWatchCatchUpGroups(t *testing.T) {
 			t.Errorf("catch-up response without its encoded events, or they differ")
 		}
 	}
-	if eb, ec := encodedBytes(t, rb), encodedBytes(t, rc); len(eb) == 0 || &eb[0] != &ec[0] {
-		t.Error("two watchers catching up from one revision encode their events twice")
+	eb, ec := encodedBytes(t, rb), encodedBytes(t, rc)
+	if len(eb) == 0 || len(ec) == 0 {
+		t.Fatal("catch-up responses without encoded events")
 	}
+	shared := &eb[0] == &ec[0]
 	if _, _, slow, _ := s.WatchCounts(); slow != 1 {
 		t.Errorf("%d watchers catching up, want 1 (the full stream's)", slow)
 	}
@@ -219,6 +237,7 @@ func TestWatchCatchUpGroups(t *testing.T) {
 			next++
 		}
 	}
+	return shared
 }
 
 // A write does not wait for the hub: it completes while the hub's lock is
