@@ -30,6 +30,8 @@
 #             other, while PAGE_WRITES (100) puts a second change keys of the
 #             first page (the pages read an older revision than the member's):
 #             each page's latency (p50, p99) and a whole list's time
+#   quiet     puts at DEFRAG_RATE a second for 20 s with nothing else going
+#             on: the slowest put, the control of the two rows that follow
 #   snapshot  a snapshot of the db streamed to a file (`snapshot save`) while
 #             puts go on at DEFRAG_RATE a second: how long it took, and the
 #             slowest put of that load
@@ -198,6 +200,16 @@ defrag() {
     "slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-defrag-puts.$round.json") s"
 }
 
+# quiet ROUND KIND: the put load of the snapshot and the defrag with nothing
+# else going on, kept as KIND-quiet-puts.ROUND.json: the control for their
+# slowest puts, which the disk's own slowest fsyncs make as well.
+quiet() {
+  local round=$1 kind=$2
+  "$CAIRN" -w json --endpoints "$ENDPOINTS" bench --clients 10 --conns 1 --rate "$DEFRAG_RATE" --total $((DEFRAG_RATE * 20)) \
+    put --key-size 8 --val-size 256 --key-space-size 100000 >"$RESULTS/$kind-quiet-puts.$round.json"
+  log "  $DEFRAG_RATE puts/s with nothing else going on: slowest put $(jq .latency_seconds.slowest "$RESULTS/$kind-quiet-puts.$round.json") s"
+}
+
 # snapshot ROUND KIND: a snapshot saved while a put load runs at
 # DEFRAG_RATE; keeps KIND-snapshot.ROUND.json (seconds, size) and
 # KIND-snapshot-puts.ROUND.json (the load's result).
@@ -261,6 +273,7 @@ measure_round() {
     rss "$kind-rss-after" "$round"
     restart "$round" "$kind" KILL restart-kill
     restart "$round" "$kind" TERM restart-term
+    quiet "$round" "$kind"
     snapshot "$round" "$kind"
     if ((FULL > 0)); then full_ranges "$round" "$kind"; fi
   fi
@@ -352,6 +365,8 @@ if [[ -z $ONLY ]]; then
   done
   echo "| snapshot save while $DEFRAG_RATE puts/s go on | $(median etcd-snapshot .seconds | awk '{ printf "%.2f s", $1 }') |" \
     "$(median cairn-snapshot .seconds | awk '{ printf "%.2f s", $1 }') | $(paired cairn-snapshot etcd-snapshot .seconds) |"
+  echo "| slowest put of $DEFRAG_RATE/s with nothing else going on (the control of the snapshot's and the defrag's) | $(ms "$(median etcd-quiet-puts .latency_seconds.slowest)") |" \
+    "$(ms "$(median cairn-quiet-puts .latency_seconds.slowest)") | $(paired cairn-quiet-puts etcd-quiet-puts .latency_seconds.slowest) |"
   echo "| slowest put during the snapshot | $(ms "$(median etcd-snapshot-puts .latency_seconds.slowest)") |" \
     "$(ms "$(median cairn-snapshot-puts .latency_seconds.slowest)") | $(paired cairn-snapshot-puts etcd-snapshot-puts .latency_seconds.slowest) |"
 fi
