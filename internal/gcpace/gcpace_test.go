@@ -1,9 +1,11 @@
 package gcpace
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -61,4 +63,56 @@ func waitForGOGC(t *testing.T, ok func(uint64) bool) {
 		runtime.GC()
 		time.Sleep(time.Millisecond) // the finalizer's goroutine runs after the collection
 	}
+}
+
+func TestLoadMeter(t *testing.T) {
+	var n int64
+	start := time.Unix(1000, 0)
+	m := &loadMeter{requests: func() int64 { return n }, at: start}
+	n = 50
+	if _, known := m.busy(start.Add(minWindow / 2)); known {
+		t.Fatal("a window shorter than minWindow gave an answer")
+	}
+	// The window goes on: 50 requests in 0.6 s is under busyRate.
+	if busy, known := m.busy(start.Add(600 * time.Millisecond)); !known || busy {
+		t.Fatalf("50 requests in 0.6 s: busy %v, known %v; want quiet", busy, known)
+	}
+	n += 30 // 30 in the next 0.2 s: 150 a second
+	if busy, known := m.busy(start.Add(800 * time.Millisecond)); !known || !busy {
+		t.Fatalf("30 requests in 0.2 s: busy %v, known %v; want busy", busy, known)
+	}
+	if busy, _ := m.busy(start.Add(1800 * time.Millisecond)); busy {
+		t.Fatal("no request in a second: busy")
+	}
+}
+
+// TestFollowLoadSetsTheRoomForTheLoad: while requests come fast the room
+// is KeepRoom's; once they stop it is the quiet room; when FollowLoad ends,
+// KeepRoom's again.
+func TestFollowLoadSetsTheRoomForTheLoad(t *testing.T) {
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	KeepRoom(64 << 20) // as in TestKeepRoomFollowsTheLiveHeap: only the first call counts
+	busyPercent := func(p uint64) bool { return p > 400 && p <= 1600 }
+	quietPercent := func(p uint64) bool { return p <= 200 } // 8 MB over at least 4 MB live
+
+	var requests atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		FollowLoad(8<<20, requests.Load, stop)
+	}()
+	ctx, endLoad := context.WithCancel(context.Background())
+	go func() {
+		for ctx.Err() == nil {
+			requests.Add(10) // 10,000 a second
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	waitForGOGC(t, busyPercent)
+	endLoad()
+	waitForGOGC(t, quietPercent)
+	close(stop)
+	<-done
+	waitForGOGC(t, busyPercent)
 }

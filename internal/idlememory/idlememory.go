@@ -16,7 +16,9 @@ import (
 // idleMemoryAfter, and it holds at least idleMemoryMinSpare of heap beyond
 // what the last collection found live, that heap is given back to the
 // operating system, once per quiet spell: a full collection, while the
-// member has nothing else to do.
+// member has little else to do. The watch events it sends do not count as
+// requests: watchers catching up on a long history keep it as busy as a
+// burst of puts, with no more need of the heap that burst left behind.
 const (
 	idleMemoryAfter    = 2 * time.Second
 	idleMemoryMinSpare = 64 << 20

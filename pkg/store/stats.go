@@ -33,6 +33,12 @@ type Stats struct {
 	OnIndexCompaction, OnCompactionBatch, OnCompaction func(time.Duration)
 }
 
+// Operations counts the operations seen so far: puts, deletes, ranges
+// (also those inside a transaction) and transactions.
+func (st *Stats) Operations() int64 {
+	return st.Puts.Load() + st.Deletes.Load() + st.Ranges.Load() + st.Txns.Load()
+}
+
 // since tells hook, if set, the time elapsed since start.
 func since(hook func(time.Duration), start time.Time) {
 	if hook != nil {

@@ -301,6 +301,12 @@ func newServerLogger(loggerName, outputs, format, level string, rotation *logRot
 // 128 MB or more live keeps Go's own pace.
 const gcRoom = 128 << 20
 
+// gcQuietRoom is the room while the member serves fewer than a hundred
+// requests a second (gcpace.FollowLoad): watchers catching up on a long
+// history allocate as fast as a burst of puts, and with gcRoom they held
+// 100 MB more resident for no gain (BENCHMARKS.md, "Reconnect storm").
+const gcQuietRoom = 32 << 20
+
 // runServe starts the member and its client API and runs until SIGINT or
 // SIGTERM, then stops both cleanly.
 func runServe(cfg memberconfig.Config) error {
@@ -309,6 +315,7 @@ func runServe(cfg memberconfig.Config) error {
 	if err != nil {
 		return err // alone on stderr, as etcd's tests of a refused start want it
 	}
+	go gcpace.FollowLoad(gcQuietRoom, s.StoreStats().Operations, s.Done())
 	logStart(s.Config())
 	api.ProgressNotifyInterval = s.Config().WatchProgressNotifyInterval
 	a := api.New(s, cfg.Logger)
