@@ -50,17 +50,20 @@ func (f *Forwarded) Lost(lead, term uint64) <-chan struct{} {
 	return c.lost
 }
 
-// LeaderGone marks the proposals forwarded to lead at term.
-func (f *Forwarded) LeaderGone(lead, term uint64) {
+// LeaderGone marks the proposals forwarded to lead, whose process is gone,
+// at whatever term they were: this member may already have moved to a later
+// term (another voter's campaign reached it first), and they are lost all
+// the same.
+func (f *Forwarded) LeaderGone(lead uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c := f.cur.Load(); c != nil && c.lead == lead && c.term == term {
+	if c := f.cur.Load(); c != nil && c.lead == lead {
 		if f.gone != nil {
 			close(f.gone.lost) // an earlier leader's: a later term has begun
 		}
 		f.gone = c
 		f.cur.Store(nil)
-		f.goneTerm.Store(term)
+		f.goneTerm.Store(c.term)
 	}
 }
 

@@ -4,7 +4,7 @@ import "testing"
 
 // TestForwardedLoss: proposals forwarded to a leader reported gone are
 // told they are lost once an entry of a later term is applied, not before;
-// those forwarded to another leader, or at another term, are not.
+// those forwarded to another leader are not.
 func TestForwardedLoss(t *testing.T) {
 	var f Forwarded
 	closed := func(c <-chan struct{}) bool {
@@ -19,12 +19,12 @@ func TestForwardedLoss(t *testing.T) {
 	if f.Lost(0xa, 2) != toA {
 		t.Fatal("two proposals to the same leader and term got different channels")
 	}
-	f.LeaderGone(0xb, 2) // not the leader proposals went to
+	f.LeaderGone(0xb) // not the leader proposals went to
 	f.Applied(3)
 	if closed(toA) {
 		t.Fatal("lost after another leader was reported gone")
 	}
-	f.LeaderGone(0xa, 2)
+	f.LeaderGone(0xa)
 	late := f.Lost(0xa, 2) // forwarded before the report, registered after it
 	f.Applied(2)
 	if closed(toA) || closed(late) {
@@ -37,6 +37,22 @@ func TestForwardedLoss(t *testing.T) {
 	}
 	if closed(toC) {
 		t.Fatal("a proposal to the new leader was told it is lost")
+	}
+}
+
+// TestForwardedLossAfterAnotherCampaign: a follower whose leader's
+// process is gone may hear another voter's campaign, and move to its term,
+// before it learns of the loss itself; the proposals it forwarded to the
+// gone leader are lost all the same, once the new term's entry is applied.
+func TestForwardedLossAfterAnotherCampaign(t *testing.T) {
+	var f Forwarded
+	toA := f.Lost(0xa, 2)
+	f.LeaderGone(0xa) // reported while this member is already at term 3
+	f.Applied(3)
+	select {
+	case <-toA:
+	default:
+		t.Fatal("a proposal forwarded to the gone leader was not told it is lost")
 	}
 }
 

@@ -24,11 +24,13 @@ import (
 // elected by its turn. A voter whose log is behind loses its election to
 // the next one's.
 func (s *Server) leaderGone(id uint64) {
+	// Before the check of the leader: another voter's campaign may have
+	// reached this member first, and what it forwarded to id is lost too.
+	s.forwarded.LeaderGone(id)
 	st := s.node.Status()
 	if st.Lead != id || st.RaftState != raft.StateFollower || s.stopping() {
 		return
 	}
-	s.forwarded.LeaderGone(id, st.GetTerm())
 	var voters []uint64
 	for _, m := range s.voters() {
 		voters = append(voters, m.ID)
