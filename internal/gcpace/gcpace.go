@@ -31,8 +31,9 @@ import (
 // basePercent is Go's default GOGC, the pace a large heap keeps.
 const basePercent = 100
 
-// Busy is how FollowLoad tells a busy process from a quiet one: at least
-// busyRate requests a second over a window of at least minWindow.
+// FollowLoad counts a process busy while it serves at least busyRate
+// requests a second, over windows of at least minWindow; it looks every
+// tick, and after every collection.
 const (
 	busyRate  = 100
 	minWindow = 100 * time.Millisecond
@@ -83,7 +84,7 @@ func FollowLoad(quietRoom uint64, requests func() int64, stop <-chan struct{}) {
 		select {
 		case <-stop:
 			p.mu.Lock()
-			p.load, p.quietRoom = nil, p.busyRoom
+			p.load = nil
 			p.mu.Unlock()
 			p.adjust()
 			return
