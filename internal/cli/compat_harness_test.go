@@ -238,8 +238,18 @@ func (r *run) exec(s step, format string) outcome {
 		if _, err := io.WriteString(stdin, s.stdin); err != nil {
 			r.t.Fatal(err)
 		}
+		// The marker may come before the rest of its event (-w fields prints
+		// an event a line at a time): the tool is interrupted once the
+		// marker is out and one poll later nothing more has come.
+		seen := -1
 		clienttest.Poll(r.t, 20*time.Second, fmt.Sprintf("%q in the output of %s", s.until, s), func() bool {
-			return containsAnyForm(stdout.String(), s.until)
+			out := stdout.String()
+			if !containsAnyForm(out, s.until) {
+				return false
+			}
+			done := len(out) == seen
+			seen = len(out)
+			return done
 		})
 		_ = cmd.Process.Signal(os.Interrupt)
 	}
