@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"strconv"
@@ -21,6 +19,8 @@ import (
 	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/internal/cliutil/term"
+	"github.com/cairnkv/cairn/pkg/snapfmt"
+	"github.com/cairnkv/cairn/pkg/writebehind"
 )
 
 // addMaintenanceCommands attaches alarm, defrag, snapshot save and
@@ -218,10 +218,19 @@ func (s savedSnapshot) String() string {
 		printer.HumanBytes(s.size), s.size, s.took.Round(time.Millisecond), progress.Rate(s.size, s.took), s.sha256)
 }
 
+// snapshotSyncInterval: snapshot save syncs the file it writes every so
+// many bytes. Synced once at its end, a 1.1 GB snapshot written to the disk
+// of the member it came from held that member's writes for up to 370 ms
+// while the disk took the file (every fsync of the WAL waits for the
+// journal commit that writes it out); synced as it came, for 45 ms at most
+// (BENCHMARKS.md, "Snapshots on the member's disk").
+const snapshotSyncInterval = 4 << 20
+
 // saveSnapshot streams the member's database into path: first into
-// path.part, checked against the sha256 the server appends, synced, then
-// renamed into place. It reports the bytes received on prog, of the total
-// that the stream announces (each message says how many bytes remain).
+// path.part, synced as it is written, checked against the sha256 the
+// server appends, then renamed into place. It reports the bytes received
+// on prog, of the total that the stream announces (each message says how
+// many bytes remain).
 func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *progress.Bytes) (savedSnapshot, error) {
 	start := time.Now()
 	var saved savedSnapshot
@@ -237,7 +246,9 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 	if err != nil {
 		return saved, err
 	}
-	check := &trailerHasher{hash: sha256.New()}
+	out := writebehind.New(f, snapshotSyncInterval, false)
+	defer out.Close()
+	check := snapfmt.NewTrailerCheck()
 	whole := sha256.New()
 	for {
 		resp, err := stream.Recv()
@@ -251,7 +262,7 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 			saved.version = v
 		}
 		blob := resp.GetBlob()
-		if _, err := f.Write(blob); err != nil {
+		if _, err := out.Write(blob); err != nil {
 			return saved, err
 		}
 		check.Write(blob)
@@ -263,10 +274,10 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 		}
 		prog.UpdateOf(saved.size, total)
 	}
-	if !check.valid() {
+	if !check.Valid() {
 		return saved, errors.New("snapshot is corrupt: its sha256 does not match its content")
 	}
-	if err := f.Sync(); err != nil {
+	if err := out.Close(); err != nil {
 		return saved, err
 	}
 	if err := f.Close(); err != nil {
@@ -277,27 +288,6 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 	}
 	saved.took, saved.sha256 = time.Since(start), whole.Sum(nil)
 	return saved, nil
-}
-
-// trailerHasher hashes a stream except its last sha256.Size bytes, the
-// trailer, which it keeps aside.
-type trailerHasher struct {
-	hash hash.Hash
-	tail []byte // the last bytes written, up to sha256.Size of them
-}
-
-func (t *trailerHasher) Write(b []byte) (int, error) {
-	t.tail = append(t.tail, b...)
-	if extra := len(t.tail) - sha256.Size; extra > 0 {
-		t.hash.Write(t.tail[:extra])
-		t.tail = append(t.tail[:0], t.tail[extra:]...)
-	}
-	return len(b), nil
-}
-
-// valid says whether the trailer is the sha256 of what precedes it.
-func (t *trailerHasher) valid() bool {
-	return len(t.tail) == sha256.Size && bytes.Equal(t.hash.Sum(nil), t.tail)
 }
 
 func newMoveLeaderCommand(g *globalOptions) *cobra.Command {

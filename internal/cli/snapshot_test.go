@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/cairnkv/cairn/internal/client/clienttest"
 	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/internal/cliutil/progress"
+	"github.com/cairnkv/cairn/internal/faultfs"
 )
 
 // TestSnapshotSaveReports: snapshot save shows the bytes received of the
@@ -53,6 +55,40 @@ func TestSnapshotSaveReports(t *testing.T) {
 	}
 	if sum := sha256.Sum256(file); saved.size != size || !bytes.Equal(saved.sha256, sum[:]) || saved.took <= 0 {
 		t.Errorf("saved %d bytes, sha256 %x, in %s; the file has %d bytes, sha256 %x", saved.size, saved.sha256, saved.took, size, sum)
+	}
+}
+
+// TestSnapshotSaveSyncsAsItWrites: snapshot save syncs the file every
+// snapshotSyncInterval bytes as they come, not once at the end, so that a
+// member whose disk takes the file does not wait for all of it at once.
+func TestSnapshotSaveSyncsAsItWrites(t *testing.T) {
+	dir := t.TempDir()
+	fs := faultfs.MountT(t, t.TempDir(), dir)
+	// A delay of nothing to speak of, so that the fsyncs of the file
+	// being written are counted.
+	fs.Set(faultfs.Faults{FsyncDelay: time.Microsecond, Only: func(path string) bool { return strings.HasSuffix(path, ".part") }})
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	value := bytes.Repeat([]byte("v"), 64<<10)
+	const syncs = 4
+	for i := range syncs * snapshotSyncInterval / len(value) {
+		if _, err := c.KV.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved, err := saveSnapshot(ctx, c, filepath.Join(dir, "snap.db"), progress.New(io.Discard, "snapshot save", 0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Stats().DelayedFsyncs; got < syncs {
+		t.Errorf("%d bytes saved with %d fsyncs of the file, want at least %d (one every %d bytes)",
+			saved.size, got, syncs, snapshotSyncInterval)
 	}
 }
 

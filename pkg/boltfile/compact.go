@@ -9,9 +9,10 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/cairnkv/cairn/pkg/writebehind"
 )
 
 // More facts of the bbolt format, for writing a file: the page id a meta
@@ -45,12 +46,9 @@ const (
 // during an online defragmentation. Here the keys and values go from src's
 // mapped pages to the file without a copy in memory.
 //
-// The file is synced every compactSyncInterval bytes, beside the copy,
-// which waits for a sync only when the next one is due: an ext4 journal
-// commit (which every fsync of the WAL waits for) writes out the dirty data
-// of all files first, so the copy keeps few pages dirty. Left to one sync
-// at the end, hundreds of megabytes went out at once, and a member's writes
-// waited for them.
+// The file is synced every compactSyncInterval bytes, beside the copy
+// (package writebehind): left to one sync at the end, hundreds of megabytes
+// went out at once, and a member's writes waited for them.
 //
 // With shareDisk, the copy leaves the disk idle after each sync for as
 // long as the sync took, for a member's WAL to use while it defragments
@@ -66,8 +64,7 @@ func CompactTo(src *bolt.DB, dst string, mode os.FileMode, shareDisk bool) error
 	if err != nil {
 		return fmt.Errorf("compact: create %s: %w", dst, err)
 	}
-	w := newPageWriter(f, src.Info().PageSize)
-	w.shareDisk = shareDisk
+	w := newPageWriter(f, src.Info().PageSize, shareDisk)
 	err = w.copyDB(stx)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -83,32 +80,22 @@ func CompactTo(src *bolt.DB, dst string, mode os.FileMode, shareDisk bool) error
 // of its id.
 type pageWriter struct {
 	f        *os.File
-	out      *bufio.Writer
+	synced   *writebehind.Writer // f, synced as it is written
+	out      *bufio.Writer       // in front of synced
 	pageSize int
 	next     uint64 // the id of the next page written
-	unsynced int    // bytes written since the last sync was asked for
-	syncs    chan struct{}
-	synced   chan error
-	// shareDisk: after each sync, as long again without one (CompactTo).
-	shareDisk bool
-	scratch   []byte
+	scratch  []byte
 }
 
-func newPageWriter(f *os.File, pageSize int) *pageWriter {
-	return &pageWriter{f: f, out: bufio.NewWriterSize(f, compactBufferBytes), pageSize: pageSize,
-		scratch: make([]byte, pageSize)}
+func newPageWriter(f *os.File, pageSize int, shareDisk bool) *pageWriter {
+	synced := writebehind.New(f, compactSyncInterval, shareDisk)
+	return &pageWriter{f: f, synced: synced, out: bufio.NewWriterSize(synced, compactBufferBytes),
+		pageSize: pageSize, scratch: make([]byte, pageSize)}
 }
 
 // copyDB writes every bucket of tx, then the meta pages, and syncs the file.
-func (w *pageWriter) copyDB(tx *bolt.Tx) (err error) {
-	w.syncs, w.synced = make(chan struct{}), make(chan error, 1)
-	go w.syncLoop()
-	defer func() {
-		close(w.syncs)
-		if serr := <-w.synced; err == nil {
-			err = serr
-		}
-	}()
+func (w *pageWriter) copyDB(tx *bolt.Tx) error {
+	defer w.synced.Close() // a no-op after the Close below
 	// Room for the meta pages, written at the end.
 	clear(w.scratch)
 	for range 2 {
@@ -118,7 +105,7 @@ func (w *pageWriter) copyDB(tx *bolt.Tx) (err error) {
 	}
 	w.next = 2
 	root := newTreeWriter(w)
-	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+	err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		header, err := w.copyBucket(b)
 		if err != nil {
 			return fmt.Errorf("bucket %q: %w", name, err)
@@ -140,7 +127,7 @@ func (w *pageWriter) copyDB(tx *bolt.Tx) (err error) {
 			return err
 		}
 	}
-	return w.f.Sync()
+	return w.synced.Close()
 }
 
 // copyBucket writes the pages of bucket b and of the buckets nested in it,
@@ -199,16 +186,6 @@ func (w *pageWriter) writePage(branch bool, p *page) (uint64, error) {
 		return 0, err
 	}
 	w.next += uint64(pages)
-	w.unsynced += pages * w.pageSize
-	if w.unsynced >= compactSyncInterval {
-		w.unsynced = 0
-		if err := w.out.Flush(); err != nil {
-			return 0, err
-		}
-		// Waits for the sync before, if it still runs: the copy goes no
-		// faster than the disk takes it.
-		w.syncs <- struct{}{}
-	}
 	return id, nil
 }
 
@@ -260,22 +237,6 @@ func (w *pageWriter) encodePage(out io.Writer, id uint64, overflow int, branch b
 		}
 	}
 	return nil
-}
-
-// syncLoop syncs the file each time it is asked to, until syncs closes,
-// then sends its first error, or nil, on synced.
-func (w *pageWriter) syncLoop() {
-	var err error
-	for range w.syncs {
-		if err == nil {
-			start := time.Now()
-			err = w.f.Sync()
-			if w.shareDisk {
-				time.Sleep(time.Since(start))
-			}
-		}
-	}
-	w.synced <- err
 }
 
 // metaPage is meta page id of the file, whose root bucket's tree is at

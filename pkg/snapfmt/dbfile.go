@@ -39,6 +39,32 @@ func VerifyTrailer(path string) error {
 	return nil
 }
 
+// TrailerCheck hashes a snapshot db file as it is written to it, all but
+// its last TrailerSize bytes, the trailer, which it keeps aside: for a
+// stream whose size is known only once it ends.
+type TrailerCheck struct {
+	hash hash.Hash
+	tail []byte // the last bytes written, up to TrailerSize of them
+}
+
+// NewTrailerCheck returns a TrailerCheck with nothing written yet.
+func NewTrailerCheck() *TrailerCheck { return &TrailerCheck{hash: sha256.New()} }
+
+func (t *TrailerCheck) Write(b []byte) (int, error) {
+	t.tail = append(t.tail, b...)
+	if extra := len(t.tail) - TrailerSize; extra > 0 {
+		t.hash.Write(t.tail[:extra])
+		t.tail = append(t.tail[:0], t.tail[extra:]...)
+	}
+	return len(b), nil
+}
+
+// Valid says whether what was written ends with a trailer, the sha256 of
+// what precedes it.
+func (t *TrailerCheck) Valid() bool {
+	return len(t.tail) == TrailerSize && bytes.Equal(t.hash.Sum(nil), t.tail)
+}
+
 // copyVerified copies the db part of a snapshot db file of size bytes from r
 // to w and checks the trailer that follows it.
 func copyVerified(w io.Writer, r io.Reader, size int64) error {
