@@ -25,20 +25,9 @@ import (
 // total the stream announces, and sums up the file it wrote (size and
 // sha256 as sha256sum shows them).
 func TestSnapshotSaveReports(t *testing.T) {
-	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	value := bytes.Repeat([]byte("v"), 64<<10)
-	for i := range 16 {
-		if _, err := c.KV.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i), Value: value}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := clientOfValues(ctx, t, 1<<20)
 	path := filepath.Join(t.TempDir(), "snap.db")
 	var shown bytes.Buffer
 	saved, err := saveSnapshot(ctx, c, path, progress.New(&shown, "snapshot save", 0, true))
@@ -67,21 +56,10 @@ func TestSnapshotSaveSyncsAsItWrites(t *testing.T) {
 	// A delay of nothing to speak of, so that the fsyncs of the file
 	// being written are counted.
 	fs.Set(faultfs.Faults{FsyncDelay: time.Microsecond, Only: func(path string) bool { return strings.HasSuffix(path, ".part") }})
-	cluster := clienttest.StartCluster(t, clienttest.Options{})
-	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	value := bytes.Repeat([]byte("v"), 64<<10)
 	const syncs = 4
-	for i := range syncs * snapshotSyncInterval / len(value) {
-		if _, err := c.KV.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i), Value: value}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := clientOfValues(ctx, t, syncs*snapshotSyncInterval)
 	saved, err := saveSnapshot(ctx, c, filepath.Join(dir, "snap.db"), progress.New(io.Discard, "snapshot save", 0, false))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +68,25 @@ func TestSnapshotSaveSyncsAsItWrites(t *testing.T) {
 		t.Errorf("%d bytes saved with %d fsyncs of the file, want at least %d (one every %d bytes)",
 			saved.size, got, syncs, snapshotSyncInterval)
 	}
+}
+
+// clientOfValues starts a member holding about size bytes of values, 64
+// KiB each, and returns a client of it, closed with the test.
+func clientOfValues(ctx context.Context, t *testing.T, size int) *client.Client {
+	t.Helper()
+	cluster := clienttest.StartCluster(t, clienttest.Options{})
+	c, err := client.New(client.Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	value := bytes.Repeat([]byte("v"), 64<<10)
+	for i := range size / len(value) {
+		if _, err := c.KV.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%d", i), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
 }
 
 func TestSavedSnapshotLine(t *testing.T) {
