@@ -43,7 +43,8 @@ func New(f File, interval int, shareDisk bool) *Writer {
 	return w
 }
 
-// Write writes p to the file, then asks for a sync if one is due.
+// Write writes p to the file, then asks for a sync if one is due. A sync
+// that fails is Close's error, not Write's. Write must not follow Close.
 func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.unsynced += n
