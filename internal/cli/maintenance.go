@@ -249,7 +249,6 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 	out := writebehind.New(f, snapshotSyncInterval, false)
 	defer out.Close()
 	check := snapfmt.NewTrailerCheck()
-	whole := sha256.New()
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -266,7 +265,6 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 			return saved, err
 		}
 		check.Write(blob)
-		whole.Write(blob)
 		saved.size += int64(len(blob))
 		total := saved.size
 		if r := resp.GetRemainingBytes(); r > 0 {
@@ -286,7 +284,7 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 	if err := os.Rename(part, path); err != nil {
 		return saved, err
 	}
-	saved.took, saved.sha256 = time.Since(start), whole.Sum(nil)
+	saved.took, saved.sha256 = time.Since(start), check.FileSum()
 	return saved, nil
 }
 

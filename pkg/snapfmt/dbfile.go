@@ -43,12 +43,12 @@ func VerifyTrailer(path string) error {
 // its last TrailerSize bytes, the trailer, which it keeps aside: for a
 // stream whose size is known only once it ends.
 type TrailerCheck struct {
-	hash hash.Hash
+	hash hash.Cloner
 	tail []byte // the last bytes written, up to TrailerSize of them
 }
 
 // NewTrailerCheck returns a TrailerCheck with nothing written yet.
-func NewTrailerCheck() *TrailerCheck { return &TrailerCheck{hash: sha256.New()} }
+func NewTrailerCheck() *TrailerCheck { return &TrailerCheck{hash: sha256.New().(hash.Cloner)} }
 
 func (t *TrailerCheck) Write(b []byte) (int, error) {
 	t.tail = append(t.tail, b...)
@@ -63,6 +63,18 @@ func (t *TrailerCheck) Write(b []byte) (int, error) {
 // what precedes it.
 func (t *TrailerCheck) Valid() bool {
 	return len(t.tail) == TrailerSize && bytes.Equal(t.hash.Sum(nil), t.tail)
+}
+
+// FileSum returns the sha256 of everything written, the trailer included
+// (the file's, as sha256sum shows it), from the hash of what precedes the
+// trailer: the file is hashed once, not twice.
+func (t *TrailerCheck) FileSum() []byte {
+	h, err := t.hash.(hash.Cloner).Clone()
+	if err != nil {
+		panic(err) // crypto/sha256 clones without error
+	}
+	h.Write(t.tail)
+	return h.Sum(nil)
 }
 
 // copyVerified copies the db part of a snapshot db file of size bytes from r

@@ -73,22 +73,31 @@ func TestHasTrailer(t *testing.T) {
 }
 
 // TestTrailerCheck: etcdctl's snapshot of etcd 3.7.3 written in pieces of
-// every size from 1 byte to the whole file is valid; with any one byte
-// changed, or cut short, it is not.
+// every size from 1 byte to the whole file is valid, and its FileSum is the
+// file's sha256; with any one byte changed, or cut short, it is not valid.
 func TestTrailerCheck(t *testing.T) {
 	file := readFile(t, fixtureDB)
-	write := func(b []byte, piece int) bool {
+	written := func(b []byte, piece int) *TrailerCheck {
 		c := NewTrailerCheck()
 		for len(b) > 0 {
 			n := min(piece, len(b))
 			c.Write(b[:n])
 			b = b[n:]
 		}
-		return c.Valid()
+		return c
 	}
+	write := func(b []byte, piece int) bool { return written(b, piece).Valid() }
+	whole := sha256.Sum256(file)
 	for _, piece := range []int{1, 31, 32, 33, 4096, len(file)} {
-		if !write(file, piece) {
+		c := written(file, piece)
+		if !c.Valid() {
 			t.Errorf("the fixture in pieces of %d bytes is not valid", piece)
+		}
+		if sum := c.FileSum(); !bytes.Equal(sum, whole[:]) {
+			t.Errorf("the fixture in pieces of %d bytes: FileSum %x, the file's sha256 %x", piece, sum, whole)
+		}
+		if !c.Valid() {
+			t.Errorf("the fixture in pieces of %d bytes is not valid after FileSum", piece)
 		}
 	}
 	for _, at := range []int{0, len(file) / 2, len(file) - TrailerSize - 1, len(file) - TrailerSize, len(file) - 1} {
