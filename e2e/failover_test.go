@@ -52,7 +52,8 @@ func TestKilledLeaderIsReplacedAtOnce(t *testing.T) {
 	took := time.Since(killed)
 	t.Logf("first put after the leader's kill: %v", took)
 	if took > 2500*time.Millisecond {
-		t.Errorf("a put succeeded %v after the leader was killed; the election timeout is 5 s, the followers should not wait for it", took)
+		t.Errorf("a put succeeded %v after the leader was killed; the election timeout is 5 s, the followers should not wait for it\n%s:\n%s\n%s:\n%s",
+			took, rest[0].name, rest[0].log(), rest[1].name, rest[1].log())
 	}
 	lead := leader(t, rest)
 	if lead == nil {

@@ -24,6 +24,9 @@ type Forwarded struct {
 	mu       sync.Mutex
 	gone     *lossEpoch
 	goneTerm atomic.Uint64
+	// appliedTerm is the term of the last entry applied: the report of a
+	// gone leader may come after the new leader's first entry was applied.
+	appliedTerm atomic.Uint64
 }
 
 type lossEpoch struct {
@@ -53,27 +56,48 @@ func (f *Forwarded) Lost(lead, term uint64) <-chan struct{} {
 // LeaderGone marks the proposals forwarded to lead, whose process is gone,
 // at whatever term they were: this member may already have moved to a later
 // term (another voter's campaign reached it first), and they are lost all
-// the same.
-func (f *Forwarded) LeaderGone(lead uint64) {
+// the same. term is the term at which this member still follows lead, 0
+// when it no longer does: while it does, proposals forwarded to lead after
+// the report are lost too (the report may come before the first of them).
+func (f *Forwarded) LeaderGone(lead, term uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c := f.cur.Load(); c != nil && c.lead == lead {
-		if f.gone != nil {
-			close(f.gone.lost) // an earlier leader's: a later term has begun
-		}
-		f.gone = c
+	c := f.cur.Load()
+	switch {
+	case f.gone != nil && f.gone.lead == lead && f.gone.term == term:
+		return // reported again
+	case c != nil && c.lead == lead:
 		f.cur.Store(nil)
-		f.goneTerm.Store(c.term)
+	case term != 0:
+		c = &lossEpoch{lead: lead, term: term, lost: make(chan struct{})}
+	default:
+		return
 	}
+	if f.gone != nil {
+		close(f.gone.lost) // an earlier leader's: a later term has begun
+	}
+	f.gone = c
+	f.goneTerm.Store(c.term)
+	f.closeGoneBefore(f.appliedTerm.Load())
 }
 
-// Applied is told the term of each entry applied.
+// Applied is told the term of each entry applied, in order.
 func (f *Forwarded) Applied(term uint64) {
+	if term > f.appliedTerm.Load() {
+		f.appliedTerm.Store(term) // before goneTerm is read: see LeaderGone
+	}
 	if t := f.goneTerm.Load(); t == 0 || term <= t {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.closeGoneBefore(term)
+}
+
+// closeGoneBefore tells the proposals forwarded to the gone leader that
+// they are lost if an entry of term, later than theirs, was applied. f.mu
+// is held.
+func (f *Forwarded) closeGoneBefore(term uint64) {
 	if f.gone != nil && term > f.gone.term {
 		close(f.gone.lost)
 		f.gone = nil

@@ -2,29 +2,30 @@ package leaderwatch
 
 import "testing"
 
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // TestForwardedLoss: proposals forwarded to a leader reported gone are
 // told they are lost once an entry of a later term is applied, not before;
 // those forwarded to another leader are not.
 func TestForwardedLoss(t *testing.T) {
 	var f Forwarded
-	closed := func(c <-chan struct{}) bool {
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
-	}
 	toA := f.Lost(0xa, 2)
 	if f.Lost(0xa, 2) != toA {
 		t.Fatal("two proposals to the same leader and term got different channels")
 	}
-	f.LeaderGone(0xb) // not the leader proposals went to
-	f.Applied(3)
+	f.LeaderGone(0xb, 0) // not the leader proposals went to
+	f.Applied(2)
 	if closed(toA) {
 		t.Fatal("lost after another leader was reported gone")
 	}
-	f.LeaderGone(0xa)
+	f.LeaderGone(0xa, 2)
 	late := f.Lost(0xa, 2) // forwarded before the report, registered after it
 	f.Applied(2)
 	if closed(toA) || closed(late) {
@@ -47,12 +48,45 @@ func TestForwardedLoss(t *testing.T) {
 func TestForwardedLossAfterAnotherCampaign(t *testing.T) {
 	var f Forwarded
 	toA := f.Lost(0xa, 2)
-	f.LeaderGone(0xa) // reported while this member is already at term 3
+	f.LeaderGone(0xa, 0) // reported while this member is already at term 3
 	f.Applied(3)
-	select {
-	case <-toA:
-	default:
+	if !closed(toA) {
 		t.Fatal("a proposal forwarded to the gone leader was not told it is lost")
+	}
+}
+
+// TestForwardedLossReportedFirst: the leader may be reported gone before
+// any proposal was forwarded to it; one forwarded to it afterwards, while
+// this member still follows it, is lost as well.
+func TestForwardedLossReportedFirst(t *testing.T) {
+	var f Forwarded
+	f.LeaderGone(0xa, 2)
+	toA := f.Lost(0xa, 2)
+	toAEarlier := f.Lost(0xa, 1)
+	f.LeaderGone(0xa, 2) // reported again
+	if closed(toA) {
+		t.Fatal("lost before an entry of a later term was applied")
+	}
+	f.Applied(3)
+	if !closed(toA) {
+		t.Fatal("a proposal forwarded after its leader was reported gone was not told it is lost")
+	}
+	if closed(toAEarlier) {
+		t.Fatal("a proposal of another term was told it is lost")
+	}
+}
+
+// TestForwardedLossReportedLate: the report of a gone leader may come
+// after the new leader's first entry was applied; what was forwarded to the
+// gone one is lost at once.
+func TestForwardedLossReportedLate(t *testing.T) {
+	var f Forwarded
+	toA := f.Lost(0xa, 2)
+	f.Applied(2)
+	f.Applied(3)
+	f.LeaderGone(0xa, 0)
+	if !closed(toA) {
+		t.Fatal("a proposal forwarded to a leader reported gone after a later term's entry was applied was not told it is lost")
 	}
 }
 

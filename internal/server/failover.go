@@ -24,10 +24,15 @@ import (
 // elected by its turn. A voter whose log is behind loses its election to
 // the next one's.
 func (s *Server) leaderGone(id uint64) {
+	st := s.node.Status()
 	// Before the check of the leader: another voter's campaign may have
 	// reached this member first, and what it forwarded to id is lost too.
-	s.forwarded.LeaderGone(id)
-	st := s.node.Status()
+	// While it still follows id, so is what it forwards from now on.
+	var followedAt uint64
+	if st.Lead == id {
+		followedAt = st.GetTerm()
+	}
+	s.forwarded.LeaderGone(id, followedAt)
 	if st.Lead != id || st.RaftState != raft.StateFollower || s.stopping() {
 		return
 	}
