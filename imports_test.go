@@ -65,6 +65,7 @@ var importRules = []struct{ from, to, why string }{
 	{"internal/wait", "internal", "waiting by ID or index is generic"},
 	{"internal/wait", "pkg", "waiting by ID or index is generic"},
 	{"internal/leaderwatch", "internal", "the leader watch is generic"},
+	{"internal/peerquery", "internal/server", "the questions a follower asks its leader are carried here and answered by the server"},
 	{"internal/raftnode", "internal", "the raft node is raft's RawNode made safe for many goroutines, nothing of etcd"},
 	{"internal/raftnode", "pkg", "the raft node is raft's RawNode made safe for many goroutines, nothing of etcd"},
 	{"internal/leaderwatch", "pkg", "the leader watch is generic"},

@@ -218,14 +218,6 @@ func (s savedSnapshot) String() string {
 		printer.HumanBytes(s.size), s.size, s.took.Round(time.Millisecond), progress.Rate(s.size, s.took), s.sha256)
 }
 
-// snapshotSyncInterval: snapshot save syncs the file it writes every so
-// many bytes. Synced once at its end, a 1.1 GB snapshot written to the disk
-// of the member it came from held that member's writes for up to 370 ms
-// while the disk took the file (every fsync of the WAL waits for the
-// journal commit that writes it out); synced as it came, for 45 ms at most
-// (BENCHMARKS.md, "Snapshots on the member's disk").
-const snapshotSyncInterval = 4 << 20
-
 // saveSnapshot streams the member's database into path: first into
 // path.part, synced as it is written, checked against the sha256 the
 // server appends, then renamed into place. It reports the bytes received
@@ -246,7 +238,7 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, prog *prog
 	if err != nil {
 		return saved, err
 	}
-	out := writebehind.New(f, snapshotSyncInterval, false)
+	out := writebehind.New(f, writebehind.DefaultInterval, false)
 	defer out.Close()
 	check := snapfmt.NewTrailerCheck()
 	for {

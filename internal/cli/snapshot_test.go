@@ -19,6 +19,7 @@ import (
 	"github.com/cairnkv/cairn/internal/cliutil/printer"
 	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/internal/faultfs"
+	"github.com/cairnkv/cairn/pkg/writebehind"
 )
 
 // TestSnapshotSaveReports: snapshot save shows the bytes received of the
@@ -48,7 +49,7 @@ func TestSnapshotSaveReports(t *testing.T) {
 }
 
 // TestSnapshotSaveSyncsAsItWrites: snapshot save syncs the file every
-// snapshotSyncInterval bytes as they come, not once at the end, so that a
+// writebehind.DefaultInterval bytes as they come, not once at the end, so that a
 // member whose disk takes the file does not wait for all of it at once.
 func TestSnapshotSaveSyncsAsItWrites(t *testing.T) {
 	dir := t.TempDir()
@@ -59,14 +60,14 @@ func TestSnapshotSaveSyncsAsItWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	const syncs = 4
-	c := clientOfValues(ctx, t, syncs*snapshotSyncInterval)
+	c := clientOfValues(ctx, t, syncs*writebehind.DefaultInterval)
 	saved, err := saveSnapshot(ctx, c, filepath.Join(dir, "snap.db"), progress.New(io.Discard, "snapshot save", 0, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fs.Stats().DelayedFsyncs; got < syncs {
 		t.Errorf("%d bytes saved with %d fsyncs of the file, want at least %d (one every %d bytes)",
-			saved.size, got, syncs, snapshotSyncInterval)
+			saved.size, got, syncs, writebehind.DefaultInterval)
 	}
 }
 

@@ -1,8 +1,7 @@
 package forensics
 
 import (
-	"bytes"
-	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/writebehind"
 )
 
 // copySnapshotDB copies the bbolt file of the snapshot file src to dst
@@ -36,37 +36,27 @@ func copySnapshotDB(src, dst string, skipHashCheck bool, prog *progress.Bytes) e
 		return fmt.Errorf("snapshot %s is a directory, not a snapshot file", src)
 	}
 	size := st.Size()
-	hasTrailer := snapfmt.HasTrailer(size)
-	if !hasTrailer && !skipHashCheck {
+	if !snapfmt.HasTrailer(size) && !skipHashCheck {
 		return fmt.Errorf("snapshot %s has no sha256 trailer (a db copied out of a data directory?): refusing it without --skip-hash-check", src)
 	}
-	dbSize := size
-	if hasTrailer {
-		dbSize -= snapfmt.TrailerSize
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("restore db: %w", err)
 	}
+	defer f.Close()
+	out := writebehind.New(f, writebehind.DefaultInterval, false)
 	defer out.Close()
-	h := sha256.New()
-	pw := &progressWriter{w: io.MultiWriter(out, h), prog: prog}
-	if _, err := io.CopyN(pw, in, dbSize); err != nil {
+	err = snapfmt.CopyDB(&progressWriter{w: out, prog: prog}, in, size, !skipHashCheck)
+	if errors.Is(err, snapfmt.ErrTrailerMismatch) {
+		return fmt.Errorf("snapshot %s is corrupt: its sha256 trailer does not match its contents (%w)", src, snapfmt.ErrTrailerMismatch)
+	}
+	if err != nil {
 		return fmt.Errorf("copy snapshot %s to %s: %w", src, dst, err)
 	}
-	if hasTrailer && !skipHashCheck {
-		want := make([]byte, snapfmt.TrailerSize)
-		if _, err := io.ReadFull(in, want); err != nil {
-			return fmt.Errorf("snapshot %s: read sha256 trailer: %w", src, err)
-		}
-		if !bytes.Equal(h.Sum(nil), want) {
-			return fmt.Errorf("snapshot %s is corrupt: its sha256 trailer does not match its contents (%w)", src, snapfmt.ErrTrailerMismatch)
-		}
-	}
-	if err := out.Sync(); err != nil {
+	if err := out.Close(); err != nil {
 		return fmt.Errorf("sync %s: %w", dst, err)
 	}
-	return out.Close()
+	return f.Close()
 }
 
 // progressWriter reports the bytes written through it.

@@ -5,25 +5,30 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/internal/cliutil/progress"
 	"github.com/cairnkv/cairn/internal/etcdref"
+	"github.com/cairnkv/cairn/internal/faultfs"
 	"github.com/cairnkv/cairn/internal/testnet"
 	"github.com/cairnkv/cairn/pkg/backend"
 	"github.com/cairnkv/cairn/pkg/boltfile"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/snapfmt"
 	"github.com/cairnkv/cairn/pkg/store"
+	"github.com/cairnkv/cairn/pkg/writebehind"
 )
 
 // restoreArgs are the flags of a three-member restore, member beta.
@@ -367,5 +372,33 @@ func flipByteAt(t *testing.T, path string, off int64) {
 	b[off] ^= 0xff
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestoreCopySyncsAsItWrites: snapshot restore syncs the db it copies
+// out of the snapshot every writebehind.DefaultInterval bytes, not once at
+// its end, so that a member sharing the disk does not wait for all of it
+// at once; the copy is the snapshot without its trailer.
+func TestRestoreCopySyncsAsItWrites(t *testing.T) {
+	const syncs = 4
+	db := bytes.Repeat([]byte("cairn db"), syncs*writebehind.DefaultInterval/8)
+	sum := sha256.Sum256(db)
+	src := filepath.Join(t.TempDir(), "snapshot.db")
+	if err := os.WriteFile(src, append(db, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fs := faultfs.MountT(t, t.TempDir(), dir)
+	// A delay of nothing to speak of, so that the fsyncs are counted.
+	fs.Set(faultfs.Faults{FsyncDelay: time.Microsecond})
+	dst := filepath.Join(dir, "db")
+	if err := copySnapshotDB(src, dst, false, progress.New(io.Discard, "restore", int64(len(db)), false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Stats().DelayedFsyncs; got < syncs {
+		t.Errorf("%d bytes copied with %d fsyncs, want at least %d (one every %d bytes)", len(db), got, syncs, writebehind.DefaultInterval)
+	}
+	if copied, err := os.ReadFile(dst); err != nil || !bytes.Equal(copied, db) {
+		t.Errorf("the copy has %d bytes (%v), want the %d before the trailer", len(copied), err, len(db))
 	}
 }

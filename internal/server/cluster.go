@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/internal/autopromote"
+	"github.com/cairnkv/cairn/internal/peerquery"
 	"github.com/cairnkv/cairn/internal/raftnode"
 	"github.com/cairnkv/cairn/pkg/cluster"
 	"github.com/cairnkv/cairn/pkg/walfmt"
@@ -108,8 +109,7 @@ func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
 	if s.leaderID.Load() != s.id {
 		// Only the leader knows how far the learner is: ask it.
-		var ans peerAnswer
-		if err := s.askLeader(ctx, pathPromote, peerQuery{ID: int64(id)}, &ans); err != nil {
+		if _, err := s.askLeader(ctx, peerquery.PathPromote, peerquery.Query{ID: int64(id)}); err != nil {
 			return nil, err
 		}
 		return s.members.list(), nil

@@ -1,38 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/cairnkv/cairn/internal/lease"
-	"github.com/cairnkv/cairn/internal/transport"
+	"github.com/cairnkv/cairn/internal/peerquery"
 )
-
-// Only the leader's lessor tracks expiry, so keep-alives and time-to-live
-// queries that reach a follower are forwarded to the leader over the peer
-// port; so is the promotion of a learner, which only the leader can judge.
-const (
-	pathLeaseRenew = "/lease/renew"
-	pathLeaseTTL   = "/lease/ttl"
-	pathPromote    = "/members/promote"
-)
-
-type peerQuery struct {
-	ID   int64 `json:"id"`
-	Keys bool  `json:"keys,omitempty"`
-}
-
-type peerAnswer struct {
-	TTL   int64         `json:"ttl"`
-	Info  lease.TTLInfo `json:"info"`
-	Error string        `json:"error,omitempty"`
-}
 
 // LeaseRenew renews a lease on the leader and returns its TTL.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
@@ -40,11 +16,8 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 	if !errors.Is(err, lease.ErrNotPrimary) {
 		return ttl, err
 	}
-	var ans peerAnswer
-	if err := s.askLeader(ctx, pathLeaseRenew, peerQuery{ID: id}, &ans); err != nil {
-		return 0, err
-	}
-	return ans.TTL, nil
+	ans, err := s.askLeader(ctx, peerquery.PathLeaseRenew, peerquery.Query{ID: id})
+	return ans.TTL, err
 }
 
 // LeaseTimeToLive reports a lease's TTLs (and keys), from the leader.
@@ -53,11 +26,8 @@ func (s *Server) LeaseTimeToLive(ctx context.Context, id int64, keys bool) (leas
 	if !errors.Is(err, lease.ErrNotPrimary) {
 		return info, err
 	}
-	var ans peerAnswer
-	if err := s.askLeader(ctx, pathLeaseTTL, peerQuery{ID: id, Keys: keys}, &ans); err != nil {
-		return lease.TTLInfo{}, err
-	}
-	return ans.Info, nil
+	ans, err := s.askLeader(ctx, peerquery.PathLeaseTTL, peerquery.Query{ID: id, Keys: keys})
+	return ans.Info, err
 }
 
 // onPrimary runs a query of this member's lessor, which fails with
@@ -88,30 +58,27 @@ func (s *Server) waitCommittedApplied(ctx context.Context) error {
 	}
 }
 
-func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *peerAnswer) error {
+// askLeader asks the leader q at path (package peerquery), and returns its
+// answer, or its error as this package's where there is one.
+func (s *Server) askLeader(ctx context.Context, path string, q peerquery.Query) (peerquery.Answer, error) {
 	lead := s.leaderID.Load()
 	if lead == 0 {
-		return ErrNoLeader
+		return peerquery.Answer{}, ErrNoLeader
 	}
 	m, ok := s.members.get(lead)
 	if !ok || len(m.PeerURLs) == 0 {
-		return ErrNoLeader
+		return peerquery.Answer{}, ErrNoLeader
 	}
-	body, _ := json.Marshal(q)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.PeerURLs[0]+path, bytes.NewReader(body))
+	ans, err := peerquery.Ask(ctx, s.peerClient, m.PeerURLs[0]+path, s.clusterID, q)
 	if err != nil {
-		return err
+		return ans, fmt.Errorf("%w: forwarding to the leader: %v", ErrNoLeader, err)
 	}
-	req.Header.Set(transport.HeaderClusterID, strconv.FormatUint(s.clusterID, 16))
-	resp, err := s.peerClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: forwarding to the leader: %v", ErrNoLeader, err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(ans); err != nil {
-		return fmt.Errorf("forwarding to the leader: %w", err)
-	}
-	switch ans.Error {
+	return ans, answerError(ans.Error)
+}
+
+// answerError is the error whose text the leader answered.
+func answerError(text string) error {
+	switch text {
 	case "":
 		return nil
 	case lease.ErrLeaseNotFound.Error():
@@ -125,47 +92,29 @@ func (s *Server) askLeader(ctx context.Context, path string, q peerQuery, ans *p
 	case ErrMemberNotFound.Error():
 		return ErrMemberNotFound
 	}
-	return errors.New(ans.Error)
+	return errors.New(text)
 }
 
 func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
-	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
+	peerquery.Serve(w, r, s.clusterID, func(q peerquery.Query) (peerquery.Answer, error) {
 		ttl, err := onPrimary(r.Context(), s, func() (int64, error) { return s.renewAsLeader(r.Context(), q.ID) })
-		return peerAnswer{TTL: ttl}, err
+		return peerquery.Answer{TTL: ttl}, err
 	})
 }
 
 func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
-	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
+	peerquery.Serve(w, r, s.clusterID, func(q peerquery.Query) (peerquery.Answer, error) {
 		info, err := onPrimary(r.Context(), s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(q.ID, q.Keys) })
-		return peerAnswer{Info: info}, err
+		return peerquery.Answer{Info: info}, err
 	})
 }
 
 func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
-	s.servePeerQuery(w, r, func(q peerQuery) (peerAnswer, error) {
+	peerquery.Serve(w, r, s.clusterID, func(q peerquery.Query) (peerquery.Answer, error) {
 		if s.leaderID.Load() != s.id {
-			return peerAnswer{}, ErrNotLeader
+			return peerquery.Answer{}, ErrNotLeader
 		}
 		_, err := s.MemberPromote(r.Context(), uint64(q.ID))
-		return peerAnswer{}, err
+		return peerquery.Answer{}, err
 	})
-}
-
-func (s *Server) servePeerQuery(w http.ResponseWriter, r *http.Request, fn func(peerQuery) (peerAnswer, error)) {
-	if r.Header.Get(transport.HeaderClusterID) != strconv.FormatUint(s.clusterID, 16) {
-		http.Error(w, "cluster ID mismatch", http.StatusPreconditionFailed)
-		return
-	}
-	var q peerQuery
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&q); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	ans, err := fn(q)
-	if err != nil {
-		ans.Error = err.Error()
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(ans)
 }

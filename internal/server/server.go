@@ -25,6 +25,7 @@ import (
 	"github.com/cairnkv/cairn/internal/lease"
 	"github.com/cairnkv/cairn/internal/memberconfig"
 	"github.com/cairnkv/cairn/internal/metrics"
+	"github.com/cairnkv/cairn/internal/peerquery"
 	"github.com/cairnkv/cairn/internal/raftnode"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/transport"
@@ -202,11 +203,11 @@ func Start(cfg memberconfig.Config) (*Server, error) {
 		s.metrics.PeerSnapshot(fmt.Sprintf("%x", peer), sent, took)
 	}
 	s.transport.Routes = map[string]http.Handler{
-		pathMembers:    http.HandlerFunc(s.serveMembers),
-		pathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
-		pathLeaseTTL:   http.HandlerFunc(s.serveLeaseTTL),
-		pathPromote:    http.HandlerFunc(s.servePromote),
-		pathHashKV:     http.HandlerFunc(s.serveHashKV),
+		pathMembers:              http.HandlerFunc(s.serveMembers),
+		peerquery.PathLeaseRenew: http.HandlerFunc(s.serveLeaseRenew),
+		peerquery.PathLeaseTTL:   http.HandlerFunc(s.serveLeaseTTL),
+		peerquery.PathPromote:    http.HandlerFunc(s.servePromote),
+		pathHashKV:               http.HandlerFunc(s.serveHashKV),
 	}
 	for _, m := range s.members.list() {
 		s.transport.AddPeer(m.ID, m.PeerURLs)

@@ -25,12 +25,8 @@ const (
 	boltMinKeysPerPage = 2
 )
 
-// How CompactTo writes: through a buffer of compactBufferBytes, with a
-// sync of the file every compactSyncInterval bytes.
-const (
-	compactBufferBytes  = 1 << 20
-	compactSyncInterval = 4 << 20
-)
+// compactBufferBytes is the buffer CompactTo writes through.
+const compactBufferBytes = 1 << 20
 
 // CompactTo copies every bucket of src, keys in order into full pages, to
 // a new bbolt file at dst (which must not exist), syncs it and closes it.
@@ -46,7 +42,7 @@ const (
 // during an online defragmentation. Here the keys and values go from src's
 // mapped pages to the file without a copy in memory.
 //
-// The file is synced every compactSyncInterval bytes, beside the copy
+// The file is synced every writebehind.DefaultInterval bytes, beside the copy
 // (package writebehind): left to one sync at the end, hundreds of megabytes
 // went out at once, and a member's writes waited for them.
 //
@@ -88,7 +84,7 @@ type pageWriter struct {
 }
 
 func newPageWriter(f *os.File, pageSize int, shareDisk bool) *pageWriter {
-	synced := writebehind.New(f, compactSyncInterval, shareDisk)
+	synced := writebehind.New(f, writebehind.DefaultInterval, shareDisk)
 	return &pageWriter{f: f, synced: synced, out: bufio.NewWriterSize(synced, compactBufferBytes),
 		pageSize: pageSize, scratch: make([]byte, pageSize)}
 }

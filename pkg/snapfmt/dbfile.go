@@ -7,7 +7,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 )
 
 // A snapshot db file (the output of `snapshot save`) is the bbolt file as the
@@ -101,40 +100,18 @@ func checkTrailer(h hash.Hash, r io.Reader) error {
 	return nil
 }
 
-// StripTrailer checks the trailer of the snapshot db file src and writes the
-// bbolt file without it to dst (through dst.tmp, fsynced, renamed). On any
-// error dst is left untouched.
-func StripTrailer(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("strip snapshot db %s: %w", src, err)
+// CopyDB copies the bbolt file inside a snapshot db file of size bytes
+// from r to w: all of it but the trailer. With check, the trailer must be
+// there and be the sha256 of what precedes it (ErrNoTrailer,
+// ErrTrailerMismatch); without, a trailer is left unread, and a file
+// without one (a db copied out of a data directory) is copied whole.
+func CopyDB(w io.Writer, r io.Reader, size int64, check bool) error {
+	if check {
+		return copyVerified(w, r, size)
 	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return fmt.Errorf("strip snapshot db %s: %w", src, err)
+	if HasTrailer(size) {
+		size -= TrailerSize
 	}
-	tmp := dst + tmpExt
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
-	if err != nil {
-		return fmt.Errorf("strip snapshot db %s: %w", src, err)
-	}
-	err = copyVerified(out, in, st.Size())
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("strip snapshot db %s to %s: %w", src, dst, err)
-	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
-		return fmt.Errorf("strip snapshot db %s to %s: %w", src, dst, err)
-	}
-	return nil
+	_, err := io.CopyN(w, r, size)
+	return err
 }

@@ -14,6 +14,14 @@ import (
 	"time"
 )
 
+// DefaultInterval is the bytes between syncs of cairn's large files (a
+// snapshot saved, received or restored, a defragmented db). Synced once at
+// its end, a 1.1 GB snapshot written to the disk of the member it came
+// from held that member's writes for up to 370 ms while the disk took the
+// file; synced every DefaultInterval bytes, for 45 ms at most (BENCHMARKS.md,
+// "Snapshots on the member's disk").
+const DefaultInterval = 4 << 20
+
 // File is what a Writer writes to: an *os.File.
 type File interface {
 	io.Writer
