@@ -60,6 +60,9 @@ type API struct {
 	defragging atomic.Bool
 	// health is the gRPC health service (grpchealth.go).
 	health *health.Server
+	// stopping is cancelled by endStreams when Stop begins (stop.go).
+	stopping   context.Context
+	endStreams context.CancelFunc
 }
 
 // streamWorkers is how many goroutines gRPC keeps to run the handlers of
@@ -79,6 +82,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 	}
 	cfg := s.Config()
 	a := &API{s: s, log: log, certUsers: cfg.ClientTLS.ClientCertAuth, metrics: s.Metrics()}
+	a.stopping, a.endStreams = context.WithCancel(context.Background())
 	a.grpc = grpc.NewServer(
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes+512*1024),
@@ -89,7 +93,7 @@ func New(s *server.Server, log *slog.Logger) *API {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepAliveInterval(cfg.GRPCKeepAliveInterval), Timeout: cfg.GRPCKeepAliveTimeout}),
 		// metrics first, so that every RPC is counted, refused ones too
 		grpc.ChainUnaryInterceptor(a.metrics.GRPC.Unary, a.unary),
-		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
+		grpc.ChainStreamInterceptor(a.metrics.GRPC.Stream, a.streamUntilStop, a.streamWaitReady, a.streamRequireLeader, a.streamAuth),
 	)
 	kv := &kvServer{a: a}
 	registerService(a.grpc, kvServiceDesc(kv), kv)
@@ -272,22 +276,6 @@ type localAddr struct{}
 
 func (localAddr) Network() string { return "pipe" }
 func (localAddr) String() string  { return "in-process" }
-
-// Stop closes the listeners and ends every RPC.
-func (a *API) Stop() {
-	for _, ln := range a.lns {
-		ln.Close()
-	}
-	a.local.Close()
-	a.gw.stop()
-	a.grpc.Stop()
-	a.http.Close()
-	for _, srv := range a.metricsSrv {
-		srv.Close()
-	}
-	a.grpcTLS.Close()
-	a.wg.Wait()
-}
 
 // header is the response header of this member at revision rev.
 func (a *API) header(rev int64) *pb.ResponseHeader {

@@ -27,7 +27,7 @@ func (s *Server) autoCompactLoop(p autocompact.Policy) {
 			if target <= s.st().CompactRev() || s.leaderID.Load() != s.id {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+			ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 			_, err := s.ProposeCompaction(ctx, &pb.CompactionRequest{Revision: target}, false)
 			cancel()
 			if err != nil && err != store.ErrCompacted {

@@ -14,7 +14,7 @@ func (s *Server) startAutoPromote() {
 	if !s.cfg.Features.Enabled(featuregate.AutoPromoteLearners) {
 		return
 	}
-	p := autopromote.New(autopromote.Config{Status: s.RaftStatus, MaxLag: s.cfg.SnapshotCount / 10, Timeout: s.requestTimeout(), Logger: s.log,
+	p := autopromote.New(autopromote.Config{Status: s.RaftStatus, MaxLag: s.cfg.SnapshotCount / 10, Timeout: s.RequestTimeout(), Logger: s.log,
 		Promote: func(ctx context.Context, id uint64) error { _, err := s.MemberPromote(ctx, id); return err }})
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); p.Run(s.stopc) }()

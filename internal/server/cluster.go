@@ -145,13 +145,13 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 	if err != nil {
 		return err
 	}
-	if err := s.waitLeader(ctx, s.deadlines.After(s.requestTimeout())); err != nil {
+	if err := s.waitLeader(ctx, s.deadlines.After(s.RequestTimeout())); err != nil {
 		return err
 	}
 	start := time.Now()
 	id := s.reqIDs.get()
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout())
 	defer cancel()
 	// raft takes one conf change at a time: its leader empties a conf
 	// change proposed before raft's applied index has reached the last one,
@@ -289,7 +289,7 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 	if !ok || m.IsLearner {
 		return ErrBadLeaderTransferee
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout())
 	defer cancel()
 	changed := s.leaderless.Changed()
 	s.node.TransferLeadership(target)

@@ -66,7 +66,7 @@ func (s *Server) diskSpaceLoop() {
 
 // raiseNoSpace proposes the NOSPACE alarm for this member.
 func (s *Server) raiseNoSpace() {
-	ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 	defer cancel()
 	_, err := s.Propose(ctx, &pb.InternalRaftRequest{Alarm: &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}})
 	if err != nil {

@@ -49,7 +49,7 @@ func (m memberView) RaiseCorrupt(ctx context.Context, id uint64) error {
 // hashChecker is the member's checker: one check ends after the request
 // timeout (etcd's: 5s + 2 election timeouts) or when the member stops.
 func (s *Server) hashChecker() *hashcheck.Checker {
-	return hashcheck.New(memberView{s}, hashcheck.Config{Logger: s.log, Client: s.peerClient, Timeout: s.requestTimeout(), Stop: s.stopc})
+	return hashcheck.New(memberView{s}, hashcheck.Config{Logger: s.log, Client: s.peerClient, Timeout: s.RequestTimeout(), Stop: s.stopc})
 }
 
 // serveHashKV answers a peer's hash query with this member's HashKV.

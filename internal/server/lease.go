@@ -110,7 +110,7 @@ func (s *Server) leaseLoop() {
 				req.Checkpoints = append(req.Checkpoints, &pb.LeaseCheckpoint{ID: c.ID, Remaining_TTL: c.RemainingTTL})
 			}
 			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+				ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 				defer cancel()
 				s.Propose(ctx, &pb.InternalRaftRequest{LeaseCheckpoint: req})
 			}()
@@ -126,7 +126,7 @@ func (s *Server) leaseLoop() {
 // the new leader once it learns of it, would be committed. (etcd 3.7.3
 // checks only that the member still believes it leads.)
 func (s *Server) revokeExpired(expired []lease.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 	defer cancel()
 	c, err := s.confirmLeadership(ctx)
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Server) revokeExpired(expired []lease.Lease) {
 			continue // renewed meanwhile, or a new term restarted its clock
 		}
 		go func(id int64) {
-			ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+			ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 			defer cancel()
 			if s.auth.Enabled() {
 				// auth: the member revokes expired leases as root, whatever

@@ -15,11 +15,11 @@ import (
 	"github.com/cairnkv/cairn/internal/leaderwatch"
 )
 
-// requestTimeout bounds every proposal, whatever the client's deadline, as
+// RequestTimeout bounds every proposal, whatever the client's deadline, as
 // etcd's request timeout does: a proposal lost with a dead leader ends in
 // ErrTimeout, which a client may retry, rather than waiting out a long
 // client deadline.
-func (s *Server) requestTimeout() time.Duration {
+func (s *Server) RequestTimeout() time.Duration {
 	return 5*time.Second + 2*s.cfg.ElectionTimeout
 }
 
@@ -77,7 +77,7 @@ func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, sta
 	if len(data) > s.cfg.MaxRequestBytes {
 		return applyResult{}, ErrRequestTooLarge
 	}
-	timeout := s.deadlines.After(s.requestTimeout())
+	timeout := s.deadlines.After(s.RequestTimeout())
 	if err := s.waitLeader(ctx, timeout); err != nil {
 		return applyResult{}, err
 	}
@@ -224,7 +224,7 @@ func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 		return s.waitApplied(ctx, index)
 	}
 	if s.leaderID.Load() == 0 {
-		if err := s.waitLeader(ctx, s.deadlines.After(s.requestTimeout())); err != nil {
+		if err := s.waitLeader(ctx, s.deadlines.After(s.RequestTimeout())); err != nil {
 			return err
 		}
 	}
@@ -262,7 +262,7 @@ func (s *Server) waitApplied(ctx context.Context, index uint64) error {
 		return nil // a read of a member that is not behind: without a timer
 	default:
 	}
-	timeout := time.NewTimer(s.requestTimeout())
+	timeout := time.NewTimer(s.RequestTimeout())
 	defer timeout.Stop()
 	select {
 	case <-applied:
@@ -311,7 +311,7 @@ func (s *Server) readIndexLoop() {
 // readIndex runs one ReadIndex round and waits until it is applied.
 func (s *Server) readIndex(seq uint64) error {
 	rctx := binary.BigEndian.AppendUint64(nil, seq)
-	timeout := time.NewTimer(s.requestTimeout())
+	timeout := time.NewTimer(s.RequestTimeout())
 	defer timeout.Stop()
 	retry := time.NewTicker(s.cfg.ElectionTimeout / 2)
 	defer retry.Stop()
@@ -368,7 +368,7 @@ func (s *Server) publishAttributes() {
 	}}
 	for !s.stopping() {
 		changed := s.leaderless.Changed()
-		ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+		ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 		_, err := s.Propose(ctx, proto.Clone(req).(*pb.InternalRaftRequest))
 		cancel()
 		if err == nil {

@@ -101,7 +101,7 @@ func (s *Server) clusterVersionLoop() {
 }
 
 func (s *Server) proposeClusterVersion(v string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.requestTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 	defer cancel()
 	_, err := s.Propose(ctx, &pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: v}})
 	return err

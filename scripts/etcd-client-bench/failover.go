@@ -35,6 +35,8 @@ type failoverResult struct {
 	Failed     int `json:"failed"`
 	Lost       int `json:"lost"`
 	Duplicated int `json:"duplicated"`
+	// FailedBy counts the failed puts by error text.
+	FailedBy map[string]int `json:"failed_by,omitempty"`
 }
 
 // failover runs WRITERS writers that put keys of their own, one at a time,
@@ -80,6 +82,7 @@ func failover(args []string) error {
 		acked     []string
 		puts      []put
 		failed    int
+		failedBy  = map[string]int{}
 		signalled time.Time // zero until the signal is sent
 		recovered time.Time // the first success sent after it
 	)
@@ -109,6 +112,7 @@ func failover(args []string) error {
 				puts = append(puts, put{start, now, err == nil})
 				if err != nil {
 					failed++
+					failedBy[err.Error()]++
 				} else {
 					acked = append(acked, key)
 					if sentAfter && recovered.IsZero() {
@@ -153,7 +157,7 @@ func failover(args []string) error {
 	close(stop)
 	wg.Wait()
 
-	res := failoverResult{Signal: *sigName, Leader: eps[leader], Acked: len(acked), Failed: failed}
+	res := failoverResult{Signal: *sigName, Leader: eps[leader], Acked: len(acked), Failed: failed, FailedBy: failedBy}
 	if !recovered.IsZero() {
 		res.RecoveryMS = ms(recovered.Sub(signalled))
 	} else {
