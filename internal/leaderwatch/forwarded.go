@@ -18,35 +18,53 @@ type Forwarded struct {
 	// cur are the proposals forwarded under the leader and term of the
 	// last one (read without the lock, for every proposal forwarded).
 	cur atomic.Pointer[lossEpoch]
-	// gone are those forwarded to a leader reported gone, until a later
-	// term's entry is applied; goneTerm its term, 0 when there is none (read
-	// at every entry applied).
-	mu       sync.Mutex
-	gone     *lossEpoch
+	mu  sync.Mutex
+	// earlier are the last epochs cur held before, newest last: the report
+	// of a gone leader may come after this member has forwarded proposals
+	// to the next one.
+	earlier []*lossEpoch
+	// gone are the epochs of leaders reported gone, until an entry of a
+	// later term than theirs is applied; goneTerm the lowest of their
+	// terms, 0 when there is none (read at every entry applied).
+	gone     []*lossEpoch
 	goneTerm atomic.Uint64
 	// appliedTerm is the term of the last entry applied: the report of a
 	// gone leader may come after the new leader's first entry was applied.
 	appliedTerm atomic.Uint64
 }
 
+// keptEpochs bounds Forwarded.earlier: as many leader changes as a
+// proposal's timeout may see.
+const keptEpochs = 8
+
 type lossEpoch struct {
 	lead, term uint64
 	lost       chan struct{}
 }
 
+func (e *lossEpoch) is(lead, term uint64) bool { return e.lead == lead && e.term == term }
+
 // Lost returns a channel closed when proposals forwarded to lead at term
 // are known to be lost.
 func (f *Forwarded) Lost(lead, term uint64) <-chan struct{} {
-	if c := f.cur.Load(); c != nil && c.lead == lead && c.term == term {
+	if c := f.cur.Load(); c != nil && c.is(lead, term) {
 		return c.lost
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if g := f.gone; g != nil && g.lead == lead && g.term == term {
-		return g.lost
+	for _, e := range slices.Concat(f.gone, f.earlier) {
+		if e.is(lead, term) {
+			return e.lost
+		}
 	}
 	c := f.cur.Load()
-	if c == nil || c.lead != lead || c.term != term {
+	if c == nil || !c.is(lead, term) {
+		if c != nil {
+			f.earlier = append(f.earlier, c)
+			if len(f.earlier) > keptEpochs {
+				f.earlier = slices.Delete(f.earlier, 0, len(f.earlier)-keptEpochs)
+			}
+		}
 		c = &lossEpoch{lead: lead, term: term, lost: make(chan struct{})}
 		f.cur.Store(c)
 	}
@@ -62,22 +80,20 @@ func (f *Forwarded) Lost(lead, term uint64) <-chan struct{} {
 func (f *Forwarded) LeaderGone(lead, term uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.cur.Load()
-	switch {
-	case f.gone != nil && f.gone.lead == lead && f.gone.term == term:
-		return // reported again
-	case c != nil && c.lead == lead:
+	toLead := func(e *lossEpoch) bool { return e.lead == lead }
+	if c := f.cur.Load(); c != nil && toLead(c) {
+		f.gone = append(f.gone, c)
 		f.cur.Store(nil)
-	case term != 0:
-		c = &lossEpoch{lead: lead, term: term, lost: make(chan struct{})}
-	default:
-		return
 	}
-	if f.gone != nil {
-		close(f.gone.lost) // an earlier leader's: a later term has begun
+	for _, e := range f.earlier {
+		if toLead(e) {
+			f.gone = append(f.gone, e)
+		}
 	}
-	f.gone = c
-	f.goneTerm.Store(c.term)
+	f.earlier = slices.DeleteFunc(f.earlier, toLead)
+	if term != 0 && !slices.ContainsFunc(f.gone, func(e *lossEpoch) bool { return e.is(lead, term) }) {
+		f.gone = append(f.gone, &lossEpoch{lead: lead, term: term, lost: make(chan struct{})})
+	}
 	f.closeGoneBefore(f.appliedTerm.Load())
 }
 
@@ -94,15 +110,22 @@ func (f *Forwarded) Applied(term uint64) {
 	f.closeGoneBefore(term)
 }
 
-// closeGoneBefore tells the proposals forwarded to the gone leader that
-// they are lost if an entry of term, later than theirs, was applied. f.mu
-// is held.
+// closeGoneBefore tells the proposals forwarded to gone leaders that they
+// are lost where an entry of term, later than theirs, was applied, and
+// sets goneTerm for those left. f.mu is held.
 func (f *Forwarded) closeGoneBefore(term uint64) {
-	if f.gone != nil && term > f.gone.term {
-		close(f.gone.lost)
-		f.gone = nil
-		f.goneTerm.Store(0)
-	}
+	lowest := uint64(0)
+	f.gone = slices.DeleteFunc(f.gone, func(e *lossEpoch) bool {
+		if term > e.term {
+			close(e.lost)
+			return true
+		}
+		if lowest == 0 || e.term < lowest {
+			lowest = e.term
+		}
+		return false
+	})
+	f.goneTerm.Store(lowest)
 }
 
 // CampaignTurn is the turn of voter self to campaign when the leader gone's

@@ -57,12 +57,12 @@ func TestForwardedLossAfterAnotherCampaign(t *testing.T) {
 
 // TestForwardedLossReportedFirst: the leader may be reported gone before
 // any proposal was forwarded to it; one forwarded to it afterwards, while
-// this member still follows it, is lost as well.
+// this member still follows it, is lost as well, and reported again it
+// stays so, no sooner.
 func TestForwardedLossReportedFirst(t *testing.T) {
 	var f Forwarded
 	f.LeaderGone(0xa, 2)
 	toA := f.Lost(0xa, 2)
-	toAEarlier := f.Lost(0xa, 1)
 	f.LeaderGone(0xa, 2) // reported again
 	if closed(toA) {
 		t.Fatal("lost before an entry of a later term was applied")
@@ -71,8 +71,23 @@ func TestForwardedLossReportedFirst(t *testing.T) {
 	if !closed(toA) {
 		t.Fatal("a proposal forwarded after its leader was reported gone was not told it is lost")
 	}
-	if closed(toAEarlier) {
-		t.Fatal("a proposal of another term was told it is lost")
+}
+
+// TestForwardedLossReportedAfterTheNextLeader: the report of a gone leader
+// may come after this member has forwarded proposals to the next one; those
+// forwarded to the gone one are lost all the same, those to the next are
+// not.
+func TestForwardedLossReportedAfterTheNextLeader(t *testing.T) {
+	var f Forwarded
+	toA := f.Lost(0xa, 2)
+	toB := f.Lost(0xb, 3)
+	f.Applied(3)
+	f.LeaderGone(0xa, 0)
+	if !closed(toA) {
+		t.Fatal("a proposal forwarded to the gone leader was not told it is lost")
+	}
+	if closed(toB) || f.Lost(0xb, 3) != toB {
+		t.Fatal("the next leader's proposals were touched")
 	}
 }
 
