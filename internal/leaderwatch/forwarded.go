@@ -94,13 +94,17 @@ func (f *Forwarded) LeaderGone(lead, term uint64) {
 	if term != 0 && !slices.ContainsFunc(f.gone, func(e *lossEpoch) bool { return e.is(lead, term) }) {
 		f.gone = append(f.gone, &lossEpoch{lead: lead, term: term, lost: make(chan struct{})})
 	}
+	// goneTerm is set before appliedTerm is read, as Applied sets
+	// appliedTerm before it reads goneTerm: of an entry applied meanwhile,
+	// one of the two sees the other's, and closes what it must.
+	f.closeGoneBefore(0)
 	f.closeGoneBefore(f.appliedTerm.Load())
 }
 
 // Applied is told the term of each entry applied, in order.
 func (f *Forwarded) Applied(term uint64) {
 	if term > f.appliedTerm.Load() {
-		f.appliedTerm.Store(term) // before goneTerm is read: see LeaderGone
+		f.appliedTerm.Store(term) // before goneTerm is read (see LeaderGone)
 	}
 	if t := f.goneTerm.Load(); t == 0 || term <= t {
 		return
@@ -111,8 +115,8 @@ func (f *Forwarded) Applied(term uint64) {
 }
 
 // closeGoneBefore tells the proposals forwarded to gone leaders that they
-// are lost where an entry of term, later than theirs, was applied, and
-// sets goneTerm for those left. f.mu is held.
+// are lost where an entry of term, later than theirs, was applied (none for
+// 0), and sets goneTerm for those left. f.mu is held.
 func (f *Forwarded) closeGoneBefore(term uint64) {
 	lowest := uint64(0)
 	f.gone = slices.DeleteFunc(f.gone, func(e *lossEpoch) bool {

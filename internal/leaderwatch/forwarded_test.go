@@ -105,6 +105,25 @@ func TestForwardedLossReportedLate(t *testing.T) {
 	}
 }
 
+// TestForwardedLossReportedWhileApplying: the report and the new leader's
+// first entry may come at the same time; whichever comes first, the
+// proposals forwarded to the gone leader are told they are lost once both
+// have.
+func TestForwardedLossReportedWhileApplying(t *testing.T) {
+	for i := range 2000 {
+		var f Forwarded
+		toA := f.Lost(0xa, 2)
+		f.Applied(2)
+		done := make(chan struct{})
+		go func() { f.Applied(3); close(done) }()
+		f.LeaderGone(0xa, 0)
+		<-done
+		if !closed(toA) {
+			t.Fatalf("round %d: not lost after the report and an entry of a later term", i)
+		}
+	}
+}
+
 func TestCampaignTurn(t *testing.T) {
 	voters := []uint64{0x30, 0x10, 0x20}
 	for _, tc := range []struct {
