@@ -37,15 +37,25 @@ type family struct {
 // scrape reads url's /metrics in Prometheus' text format.
 func scrape(t *testing.T, url string) map[string]*family {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	fams, err := tryScrape(t, url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fams
+}
+
+// tryScrape is scrape for a poll: a failed request is its error.
+func tryScrape(t *testing.T, url string) (map[string]*family, error) {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/metrics: %s", url, resp.Status)
+		return nil, fmt.Errorf("GET %s/metrics: %s", url, resp.Status)
 	}
-	return parseMetrics(t, resp.Body)
+	return parseMetrics(t, resp.Body), nil
 }
 
 func parseMetrics(t *testing.T, r io.Reader) map[string]*family {
@@ -530,6 +540,16 @@ func TestMetricsOfSnapshotTransfer(t *testing.T) {
 		`etcd_network_snapshot_receive_total_duration_seconds_count{From="` + from + `"}`: down,
 		`etcd_network_disconnected_peers_total{Local="` + from + `",Remote="` + to + `"}`: leader,
 	} {
-		waitFor(t, 20*time.Second, series, func() bool { v, _ := value(scrape(t, m.curl), series); return v > 0 })
+		waitFor(t, 20*time.Second, series, func() bool {
+			fams, err := tryScrape(t, m.curl)
+			if err != nil {
+				// A scrape during the restart has once ended in an
+				// EOF, not explained yet: shown, and polled again.
+				t.Logf("scrape %s for %s: %v", m.curl, series, err)
+				return false
+			}
+			v, _ := value(fams, series)
+			return v > 0
+		})
 	}
 }
