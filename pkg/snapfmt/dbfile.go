@@ -68,7 +68,7 @@ func (t *TrailerCheck) Valid() bool {
 // (the file's, as sha256sum shows it), from the hash of what precedes the
 // trailer: the file is hashed once, not twice.
 func (t *TrailerCheck) FileSum() []byte {
-	h, err := t.hash.(hash.Cloner).Clone()
+	h, err := t.hash.Clone()
 	if err != nil {
 		panic(err) // crypto/sha256 clones without error
 	}
