@@ -67,66 +67,18 @@ func (s *Server) initialCorruptCheck() error {
 }
 
 // startCorruptChecks starts the loops of the periodic and the compaction
-// hash checks that the configuration asks for.
+// hash checks that the configuration asks for; they run on the leader.
 func (s *Server) startCorruptChecks() {
+	leads := func() bool { return s.leaderID.Load() == s.id }
 	if s.cfg.CorruptCheckTime > 0 {
 		s.log.Info("enabled corruption checking", "local-member-id", strconv.FormatUint(s.id, 16), "interval", s.cfg.CorruptCheckTime.String())
-		s.wg.Add(1)
-		go s.corruptCheckLoop(s.cfg.CorruptCheckTime)
+		s.wg.Go(func() { s.hashChecker().PeriodicLoop(s.cfg.CorruptCheckTime, leads) })
 	}
 	if s.cfg.Features.Enabled(featuregate.CompactHashCheck) {
 		interval := s.cfg.CompactHashCheckTime
 		if interval <= 0 {
 			interval = DefaultCompactHashCheckTime
 		}
-		s.wg.Add(1)
-		go s.compactHashLoop(interval)
-	}
-}
-
-func (s *Server) isLeader() bool { return s.leaderID.Load() == s.id }
-
-func (s *Server) corruptCheckLoop(interval time.Duration) {
-	defer s.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case <-t.C:
-		}
-		if !s.isLeader() {
-			continue
-		}
-		if err := s.hashChecker().PeriodicCheck(); err != nil {
-			s.log.Warn("failed to check hash KV", "error", err.Error())
-		}
-	}
-}
-
-// compactHashLoop runs the compaction hash check on the leader every
-// interval, and notes the compaction revision as it moves (every second at
-// most) in between.
-func (s *Server) compactHashLoop(interval time.Duration) {
-	defer s.wg.Done()
-	sample := min(interval, time.Second)
-	st := time.NewTicker(sample)
-	defer st.Stop()
-	check := time.NewTicker(interval)
-	defer check.Stop()
-	var revs hashcheck.CompactionRevs
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case <-st.C:
-			revs.Observe(s.st().CompactRev())
-		case <-check.C:
-			revs.Observe(s.st().CompactRev())
-			if s.isLeader() {
-				s.hashChecker().CompactHashCheck(&revs)
-			}
-		}
+		s.wg.Go(func() { s.hashChecker().CompactHashLoop(interval, leads) })
 	}
 }
