@@ -136,7 +136,7 @@ func TestRevokeOnPrimaryStopsTracking(t *testing.T) {
 	if got := e.tickIDs(); !slices.Equal(got, []int64{2}) {
 		t.Errorf("Tick offered %v, want [2]", got)
 	}
-	wantErr(t, func() error { _, err := e.l.Renew(1); return err }(), ErrLeaseNotFound)
+	wantErr(t, func() error { _, err := e.renew(1); return err }(), ErrLeaseNotFound)
 }
 
 func TestCheckpointApply(t *testing.T) {

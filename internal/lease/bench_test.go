@@ -26,6 +26,7 @@ func benchLessor(b *testing.B, n int, cfg Config) *testEnv {
 		b.Fatal(err)
 	}
 	e.l.Promote(0)
+	e.l.Confirmed(e.l.StartConfirmation())
 	return e
 }
 
@@ -34,7 +35,7 @@ func BenchmarkRenew(b *testing.B) {
 	e := benchLessor(b, benchLeases, Config{})
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := e.l.Renew(int64(1 + i%benchLeases)); err != nil {
+		if _, err := e.l.Renew(int64(1+i%benchLeases), time.Hour); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func TestCheckpointsDue(t *testing.T) {
 	}
 
 	// Renewed: the next checkpoint is an interval after the renew.
-	if _, err := e.l.Renew(1); err != nil {
+	if _, err := e.renew(1); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(9 * time.Second)
@@ -134,7 +134,7 @@ func TestDemoteDropsCheckpoints(t *testing.T) {
 	e.grant(1, 100)
 	e.checkpoint(1, 50)
 	e.l.Promote(0)
-	if _, err := e.l.Renew(1); err != nil { // queues a clear
+	if _, err := e.renew(1); err != nil { // queues a clear
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)

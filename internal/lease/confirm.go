@@ -6,11 +6,12 @@ import "time"
 // or a partition: meanwhile another member may have been elected and have
 // renewed the leases this one sees expire. So the primary revokes a lease
 // only after a round that confirmed its leadership (a ReadIndex round
-// acknowledged by a quorum) started after the lease expired, and answers a
-// keep-alive only while such a confirmation is recent. The server runs the
-// rounds; the lessor keeps their outcome, tied to one term of primacy
-// (from a Promote to the next Demote) so that a round that began in an
-// earlier term counts for nothing.
+// acknowledged by a quorum) started after the lease expired, and renews
+// one only while such a round began recently enough that a member elected
+// since would honour the renewal (see Renew). The server runs the rounds; the
+// lessor keeps their outcome, tied to one term of primacy (from a Promote
+// to the next Demote) so that a round that began in an earlier term counts
+// for nothing.
 
 // A Confirmation is a round, begun at At, that may confirm the primary's
 // leadership.
@@ -24,6 +25,21 @@ type Confirmation struct {
 func (l *Lessor) newTermLocked() {
 	l.term++
 	l.confirmed = time.Time{}
+	l.notifyConfirmationLocked()
+}
+
+// notifyConfirmationLocked wakes those waiting on ConfirmationChanged.
+func (l *Lessor) notifyConfirmationLocked() {
+	close(l.confirmChanged)
+	l.confirmChanged = make(chan struct{})
+}
+
+// ConfirmationChanged returns a channel closed at the next change of what
+// is confirmed: a round recorded by Confirmed, a Promote or a Demote.
+func (l *Lessor) ConfirmationChanged() <-chan struct{} {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.confirmChanged
 }
 
 // StartConfirmation notes the start of a confirmation round, before the
@@ -41,15 +57,26 @@ func (l *Lessor) Confirmed(c Confirmation) {
 	defer l.mu.Unlock()
 	if l.primary && c.term == l.term && c.At.After(l.confirmed) {
 		l.confirmed = c.At
+		l.notifyConfirmationLocked()
 	}
 }
 
-// ConfirmedWithin reports whether the primary's leadership was confirmed
-// by a round begun less than d ago.
-func (l *Lessor) ConfirmedWithin(d time.Duration) bool {
+// ConfirmedSince reports whether a round begun no earlier than c's start,
+// in c's term of primacy, has confirmed the leadership; ErrNotPrimary once
+// that term has ended.
+func (l *Lessor) ConfirmedSince(c Confirmation) (bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.primary && !l.confirmed.IsZero() && l.cfg.Now().Sub(l.confirmed) < d
+	if !l.primary || c.term != l.term {
+		return false, ErrNotPrimary
+	}
+	return !l.confirmed.IsZero() && !l.confirmed.Before(c.At), nil
+}
+
+// confirmedWithinLocked reports whether the leadership was confirmed by a
+// round begun less than d before now.
+func (l *Lessor) confirmedWithinLocked(d time.Duration, now time.Time) bool {
+	return !l.confirmed.IsZero() && now.Sub(l.confirmed) < d
 }
 
 // ExpiredBefore reports whether lease id, on a lessor still primary in the

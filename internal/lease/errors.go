@@ -22,4 +22,7 @@ var (
 	// serve reached a lessor that is not primary; the server forwards it to
 	// the leader.
 	ErrNotPrimary = errors.New("not a primary lessor")
+	// ErrNotConfirmed: Renew on a primary whose leadership no recent round
+	// has confirmed.
+	ErrNotConfirmed = errors.New("leadership not confirmed recently")
 )

@@ -175,7 +175,7 @@ func TestDemoteStopsExpiry(t *testing.T) {
 	if got := e.l.Tick(); got != nil {
 		t.Errorf("offered %v after Demote", got)
 	}
-	wantErr(t, func() error { _, err := e.l.Renew(1); return err }(), ErrNotPrimary)
+	wantErr(t, func() error { _, err := e.renew(1); return err }(), ErrNotPrimary)
 	wantErr(t, func() error { _, err := e.l.TimeToLive(1, false); return err }(), ErrNotPrimary)
 	e.grant(2, 10) // grants still apply
 	if !e.lookup(2).Expiry.IsZero() {
@@ -206,7 +206,7 @@ func TestPromoteResetsOffered(t *testing.T) {
 	// Leadership lost and regained before the revoke was applied.
 	e.l.Demote()
 	e.l.Promote(0)
-	if ttl, err := e.l.Renew(1); err != nil || ttl != 10 {
+	if ttl, err := e.renew(1); err != nil || ttl != 10 {
 		t.Fatalf("renew after re-promotion: %d, %v", ttl, err)
 	}
 	e.clock.Advance(10 * time.Second)

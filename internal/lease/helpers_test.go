@@ -81,6 +81,13 @@ func (e *testEnv) apply(fn func(w *store.WriteTxn) error) error {
 	return err
 }
 
+// renew renews lease id as the server does once a round has just
+// confirmed the primary's leadership.
+func (e *testEnv) renew(id int64) (int64, error) {
+	e.l.Confirmed(e.l.StartConfirmation())
+	return e.l.Renew(id, time.Nanosecond)
+}
+
 func (e *testEnv) grant(id, ttl int64) Lease {
 	e.t.Helper()
 	var ls Lease

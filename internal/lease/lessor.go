@@ -29,6 +29,8 @@ type Lessor struct {
 
 	term      uint64    // counts Promotes and Demotes: confirmations of an older one do not count
 	confirmed time.Time // start of the last round that confirmed this term's leadership (confirm.go)
+	// confirmChanged is closed and replaced when confirmed or term changes.
+	confirmChanged chan struct{}
 
 	granted, revoked, renewed atomic.Int64 // Counts
 }
@@ -46,6 +48,8 @@ func New(s *store.Store, cfg Config) (*Lessor, error) {
 		leases: make(map[int64]*lease),
 		expiry: leaseHeap{slot: expirySlot},
 		cps:    leaseHeap{slot: checkpointSlot},
+
+		confirmChanged: make(chan struct{}),
 	}
 	l.epoch = l.cfg.Now()
 	if err := l.Recover(s); err != nil {

@@ -1,14 +1,21 @@
 package lease
 
+import "time"
+
 // Renew (keepalive) restarts lease id's clock with its full TTL and returns
 // that TTL. Only the primary renews: elsewhere it returns ErrNotPrimary and
 // the server forwards the keepalive to the leader. A lease that has expired
 // is not renewed (ErrLeaseNotFound): its revoke is on its way.
 //
+// The primary renews only if a round begun less than confirmedWithin ago
+// confirmed its leadership (else ErrNotConfirmed, and the server runs a
+// round): the server passes the time after such a round within which a
+// member elected meanwhile, unaware of the renewal, would still honour it.
+//
 // A checkpointed remaining TTL no longer holds once the lease is renewed:
 // the primary drops it at once and queues a checkpoint clearing it, which
 // the next CheckpointsDue returns for the server to propose.
-func (l *Lessor) Renew(id int64) (int64, error) {
+func (l *Lessor) Renew(id int64, confirmedWithin time.Duration) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
@@ -19,6 +26,9 @@ func (l *Lessor) Renew(id int64) (int64, error) {
 		return 0, ErrLeaseNotFound
 	}
 	now := l.cfg.Now()
+	if !l.confirmedWithinLocked(confirmedWithin, now) {
+		return 0, ErrNotConfirmed
+	}
 	if !now.Before(ls.expiry) {
 		return 0, ErrLeaseNotFound
 	}

@@ -9,15 +9,15 @@ import (
 func TestRenew(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.grant(1, 10)
-	_, err := e.l.Renew(1)
+	_, err := e.renew(1)
 	wantErr(t, err, ErrNotPrimary)
 
 	e.l.Promote(0)
-	_, err = e.l.Renew(2)
+	_, err = e.renew(2)
 	wantErr(t, err, ErrLeaseNotFound)
 
 	e.clock.Advance(8 * time.Second)
-	ttl, err := e.l.Renew(1)
+	ttl, err := e.renew(1)
 	if err != nil || ttl != 10 {
 		t.Fatalf("Renew = %d, %v; want 10", ttl, err)
 	}
@@ -39,7 +39,7 @@ func TestRenewExpiredLease(t *testing.T) {
 	e.l.Promote(0)
 	e.grant(1, 10)
 	e.clock.Advance(10 * time.Second)
-	_, err := e.l.Renew(1)
+	_, err := e.renew(1)
 	wantErr(t, err, ErrLeaseNotFound)
 	// Not renewed: still offered.
 	if got := e.tickIDs(); !slices.Equal(got, []int64{1}) {
@@ -56,14 +56,14 @@ func TestRenewClearsCheckpoint(t *testing.T) {
 		t.Fatalf("expiry in %v, want 30s (checkpointed)", got)
 	}
 	e.clock.Advance(10 * time.Second)
-	if ttl, err := e.l.Renew(1); err != nil || ttl != 600 {
+	if ttl, err := e.renew(1); err != nil || ttl != 600 {
 		t.Fatalf("Renew = %d, %v; want 600", ttl, err)
 	}
 	ls := e.lookup(1)
 	if ls.RemainingTTL != 0 || !ls.Expiry.Equal(e.clock.Now().Add(600*time.Second)) {
 		t.Errorf("after renew: remaining %d, expiry in %v; want 0 and the full 600s", ls.RemainingTTL, ls.Expiry.Sub(e.clock.Now()))
 	}
-	if _, err := e.l.Renew(1); err != nil { // a second renew queues no second clear
+	if _, err := e.renew(1); err != nil { // a second renew queues no second clear
 		t.Fatal(err)
 	}
 	cps := e.l.CheckpointsDue()
@@ -88,7 +88,7 @@ func TestRenewedLeaseRevokedBeforeClear(t *testing.T) {
 	e.grant(1, 600)
 	e.checkpoint(1, 30)
 	e.l.Promote(0)
-	if _, err := e.l.Renew(1); err != nil {
+	if _, err := e.renew(1); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.revoke(1); err != nil {

@@ -228,6 +228,15 @@ func (n *Node) Transferring() bool {
 	return n.rn.BasicStatus().LeadTransferee != raft.None
 }
 
+// Leading reports whether this member leads, and is not handing leadership
+// over, and in which raft term.
+func (n *Node) Leading() (term uint64, leading bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.rn.BasicStatus()
+	return st.GetTerm(), st.RaftState == raft.StateLeader && st.LeadTransferee == raft.None
+}
+
 // ReportUnreachable tells raft that a message to peer id was not delivered.
 func (n *Node) ReportUnreachable(id uint64) {
 	n.do(func(rn *raft.RawNode) { rn.ReportUnreachable(id) })

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/raft/v3"
 
 	"github.com/cairnkv/cairn/internal/auth"
 	"github.com/cairnkv/cairn/internal/lease"
@@ -128,8 +127,8 @@ func (s *Server) leaseLoop() {
 func (s *Server) revokeExpired(expired []lease.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.RequestTimeout())
 	defer cancel()
-	c, err := s.confirmLeadership(ctx)
-	if err != nil {
+	c := s.lessor.StartConfirmation()
+	if err := s.awaitConfirmation(ctx, func() (bool, error) { return s.lessor.ConfirmedSince(c) }); err != nil {
 		s.log.Warn("not revoking expired leases: this member's leadership is not confirmed", "leases", len(expired), "err", err)
 		return
 	}
@@ -156,47 +155,103 @@ func (s *Server) revokeExpired(expired []lease.Lease) {
 	}
 }
 
-// confirmLeadership runs a ReadIndex round, which raft's leader answers
-// only once a quorum has acknowledged its heartbeats, and returns the
-// lessor's record of it if this member led, in one term, from before the
-// round began until it ended (a round that a member which stepped down
-// meanwhile forwarded to the new leader confirms nothing).
-func (s *Server) confirmLeadership(ctx context.Context) (lease.Confirmation, error) {
+// A confirming is a round of the read loop begun while this member led:
+// raft's leader answers a ReadIndex only once a quorum has acknowledged
+// heartbeats sent after it was asked, and a follower grants no vote for an
+// election timeout after a heartbeat, less a tick of its timer (raft's
+// CheckQuorum lease). So the round, if it succeeds while the member still
+// leads in the same term, confirms that no other member can be elected
+// before an election timeout, less a heartbeat interval, from its start. A
+// leader handing leadership over confirms nothing: its transferee
+// campaigns without waiting for that.
+type confirming struct {
+	s    *Server // nil: the round confirms nothing
+	c    lease.Confirmation
+	term uint64
+}
+
+// startConfirmation notes the start of a read loop round.
+func (s *Server) startConfirmation() confirming {
+	if !s.lessor.IsPrimary() {
+		return confirming{}
+	}
 	c := s.lessor.StartConfirmation()
-	before := s.node.Status()
-	if before.RaftState != raft.StateLeader {
-		return c, ErrNotLeader
+	term, leading := s.node.Leading()
+	if !leading {
+		return confirming{}
 	}
-	if err := s.LinearizableReadNotify(ctx); err != nil {
-		return c, err
+	return confirming{s: s, c: c, term: term}
+}
+
+// done records a round that succeeded.
+func (r confirming) done() {
+	if r.s == nil {
+		return
 	}
-	if after := s.node.Status(); after.RaftState != raft.StateLeader || after.HardState.GetTerm() != before.HardState.GetTerm() {
-		return c, ErrNotLeader
+	if term, leading := r.s.node.Leading(); leading && term == r.term {
+		r.s.lessor.Confirmed(r.c)
 	}
-	s.lessor.Confirmed(c)
-	return c, nil
+}
+
+// awaitConfirmation asks the read loop for rounds until confirmed reports
+// true (or an error) after a round, or ctx ends.
+func (s *Server) awaitConfirmation(ctx context.Context, confirmed func() (bool, error)) error {
+	for {
+		changed := s.lessor.ConfirmationChanged()
+		if ok, err := confirmed(); ok || err != nil {
+			return err
+		}
+		select {
+		case s.confirmc <- struct{}{}:
+		default: // a round is asked for already
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopc:
+			return ErrStopped
+		}
+	}
 }
 
 // renewAsLeader renews lease id on this member, if it is the leader and a
-// quorum confirmed so less than half an election timeout ago (no other
-// member can have been elected since); else it first runs a round of
-// confirmation, for at most an election timeout. A leader whose disk or
-// network stalls so stops answering keep-alives: its answer would promise
-// a TTL that a new leader, whom the client's keep-alives do not reach, need
-// not honour. Not the leader: lease.ErrNotPrimary.
+// quorum confirmed so in a round begun less than renewWindow ago; else it
+// waits for such a round, for as long again. Any round counts, one that a
+// linearizable read asked for or one already under way when the keep-alive
+// came, so that on a network whose round trips take most of an election
+// timeout the leader still renews. A leader that has lost its quorum, or
+// whose disk stalls, so stops answering keep-alives: its answer would
+// promise a TTL that a new leader, whom the client's keep-alives do not
+// reach, need not honour; the client's keep-alive fails in time to reach
+// the new leader through another member. Not the leader:
+// lease.ErrNotPrimary.
 func (s *Server) renewAsLeader(ctx context.Context, id int64) (int64, error) {
-	if !s.lessor.IsPrimary() {
-		return 0, lease.ErrNotPrimary
-	}
-	if !s.lessor.ConfirmedWithin(s.cfg.ElectionTimeout / 2) {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.ElectionTimeout)
-		defer cancel()
-		if _, err := s.confirmLeadership(cctx); err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				err = ErrTimeout
-			}
-			return 0, err
+	var ttl int64
+	wctx, cancel := context.WithTimeout(ctx, s.renewWindow())
+	defer cancel()
+	err := s.awaitConfirmation(wctx, func() (bool, error) {
+		var err error
+		ttl, err = s.lessor.Renew(id, s.renewWindow())
+		if errors.Is(err, lease.ErrNotConfirmed) {
+			return false, nil
 		}
+		return true, err
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = ErrTimeout
 	}
-	return s.lessor.Renew(id)
+	return ttl, err
+}
+
+// renewWindow is how long after a confirming round began the leader may
+// renew leases on it. No other member is elected within an election
+// timeout less a heartbeat interval of the round's start (see confirming),
+// and a new leader starts every lease's clock an election timeout late
+// (lessor.Promote), so a renewal answered before both have passed promises
+// no more than the new leader gives. (A lease with a checkpointed remaining
+// TTL restarts from that on a new leader unless the renewal's clearing
+// checkpoint was committed, whenever the renewal came, as on etcd.)
+func (s *Server) renewWindow() time.Duration {
+	return 2*s.cfg.ElectionTimeout - s.cfg.HeartbeatInterval
 }

@@ -276,7 +276,10 @@ func (s *Server) waitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// readIndexLoop batches the waiting linearizable reads into ReadIndex rounds.
+// readIndexLoop batches the waiting linearizable reads, and the requests
+// for a confirmation of the leadership, into ReadIndex rounds. On the
+// leader each round that succeeds is a confirmation of its leadership
+// (lease.go).
 func (s *Server) readIndexLoop() {
 	defer s.wg.Done()
 	var seq uint64
@@ -287,20 +290,25 @@ func (s *Server) readIndexLoop() {
 			return
 		case first := <-s.readc:
 			batch = append(batch, first)
+		case <-s.confirmc:
 		}
 	drain:
 		for {
 			select {
 			case more := <-s.readc:
 				batch = append(batch, more)
+			case <-s.confirmc:
 			default:
 				break drain
 			}
 		}
 		seq++
+		confirming := s.startConfirmation()
 		err := s.readIndex(seq)
 		if err != nil {
 			s.counts.readIndexFailed.Add(1)
+		} else {
+			confirming.done()
 		}
 		for _, ch := range batch {
 			ch <- err

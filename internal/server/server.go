@@ -80,6 +80,7 @@ type Server struct {
 
 	applyc    chan toApply
 	readc     chan chan error // linearizable read requests
+	confirmc  chan struct{}   // asks the read loop for a round that confirms the leadership (lease.go)
 	readState chan raft.ReadState
 
 	// apply-loop state
@@ -128,7 +129,7 @@ func Start(cfg memberconfig.Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
 		waiters: newWaiters(), applied: newAppliedWaiters(), deadlines: wait.NewDeadlines(100 * time.Millisecond),
-		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), readState: make(chan raft.ReadState, 1),
+		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), confirmc: make(chan struct{}, 1), readState: make(chan raft.ReadState, 1),
 		leaderless: newLeaderless(2 * cfg.ElectionTimeout), stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
 		metrics: metrics.New(cfg.Metrics == "extensive"),
 	}
