@@ -58,7 +58,7 @@ func (m *member) start() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	a := New(s, nil)
+	a := New(s, testLog(m.t))
 	if err := a.Serve([]string{m.curl}); err != nil {
 		s.Stop()
 		m.t.Fatal(err)
