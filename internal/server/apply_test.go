@@ -5,6 +5,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/internal/wait"
 )
 
 // FuzzPeekRequestID: for anything that decodes as an InternalRaftRequest
@@ -52,7 +54,7 @@ func BenchmarkEntryRequest(b *testing.B) {
 	}
 	for _, local := range []bool{true, false} {
 		name := "proposed-elsewhere"
-		s := &Server{waiters: newWaiters()}
+		s := &Server{waiters: wait.NewList[proposal, applyResult]()}
 		if local {
 			name = "proposed-here"
 			s.waiters.Register(req.Header.ID, proposal{req, data})

@@ -149,7 +149,7 @@ func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeTyp
 		return err
 	}
 	start := time.Now()
-	id := s.reqIDs.get()
+	id := s.reqIDs.Next()
 	cc := &raftpb.ConfChange{Id: proto.Uint64(id), Type: typ.Enum(), NodeId: proto.Uint64(m.ID), Context: mctx}
 	ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout())
 	defer cancel()

@@ -46,7 +46,7 @@ func (s *Server) Lessor() *lease.Lessor { return s.lessor }
 // low 16 bits).
 func (s *Server) LeaseGrant(ctx context.Context, req *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
 	for req.ID == 0 {
-		req.ID = int64(s.reqIDs.get() &^ (1 << 63))
+		req.ID = int64(s.reqIDs.Next() &^ (1 << 63))
 	}
 	resp, err := s.Propose(ctx, &pb.InternalRaftRequest{LeaseGrant: req})
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -65,7 +66,7 @@ func (s *Server) propose(ctx context.Context, req *pb.InternalRaftRequest) (appl
 
 // replicate proposes req, which started at start, and waits for its result.
 func (s *Server) replicate(ctx context.Context, req *pb.InternalRaftRequest, start time.Time) (applyResult, error) {
-	id := s.reqIDs.get()
+	id := s.reqIDs.Next()
 	req.Header = &pb.RequestHeader{ID: id}
 	if ai, ok := auth.InfoFrom(ctx); ok { // auth: who proposes, checked at apply
 		req.Header.Username, req.Header.AuthRevision = ai.Username, ai.Revision
@@ -414,3 +415,20 @@ func (s *Server) CommittedIndex() uint64 { return s.commit.Load() }
 // RaftStatus returns raft's view of the cluster (progress of followers on
 // the leader).
 func (s *Server) RaftStatus() raft.Status { return s.node.Status() }
+
+// proposal is a request proposed here and its encoding, which the apply
+// loop uses rather than decode the entry again (zero for a conf change).
+type proposal struct {
+	req  *pb.InternalRaftRequest
+	data []byte
+}
+
+// proposal returns the request proposed here under id whose encoding is
+// data, if its proposer still waits.
+func (s *Server) proposal(id uint64, data []byte) *pb.InternalRaftRequest {
+	p, _ := s.waiters.Value(id)
+	if p.req == nil || !bytes.Equal(p.data, data) {
+		return nil
+	}
+	return p.req
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/cairnkv/cairn/internal/metrics"
 	"github.com/cairnkv/cairn/internal/peerquery"
 	"github.com/cairnkv/cairn/internal/raftnode"
+	"github.com/cairnkv/cairn/internal/reqid"
 	"github.com/cairnkv/cairn/internal/servertls"
 	"github.com/cairnkv/cairn/internal/transport"
 	"github.com/cairnkv/cairn/internal/wait"
@@ -58,9 +59,9 @@ type Server struct {
 	// snapshots, joining, forwarding to the leader.
 	peerClient *http.Client
 
-	reqIDs  *requestIDs
-	waiters *waiters
-	applied *appliedWaiters
+	reqIDs  *reqid.Generator
+	waiters *wait.List[proposal, applyResult] // each proposal's result, to its proposer
+	applied *wait.Index                       // wakes waiters once the applied index reaches theirs
 	// deadlines end the proposals that outlive the request timeout.
 	deadlines *wait.Deadlines
 
@@ -128,7 +129,7 @@ func Start(cfg memberconfig.Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, members: newMembership(), storage: raft.NewMemoryStorage(),
-		waiters: newWaiters(), applied: newAppliedWaiters(), deadlines: wait.NewDeadlines(100 * time.Millisecond),
+		waiters: wait.NewList[proposal, applyResult](), applied: wait.NewIndex(), deadlines: wait.NewDeadlines(100 * time.Millisecond),
 		applyc: make(chan toApply, 128), readc: make(chan chan error, 1024), confirmc: make(chan struct{}, 1), readState: make(chan raft.ReadState, 1),
 		leaderless: newLeaderless(2 * cfg.ElectionTimeout), stopc: make(chan struct{}), ready: make(chan struct{}), errc: make(chan error, 1), versionCheck: make(chan struct{}, 1),
 		metrics: metrics.New(cfg.Metrics == "extensive"),
@@ -192,7 +193,7 @@ func Start(cfg memberconfig.Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	s.reqIDs = newRequestIDs(s.id)
+	s.reqIDs = reqid.New(s.id)
 	if err := s.initialCorruptCheck(); err != nil {
 		s.Stop()
 		return nil, err
