@@ -12,22 +12,57 @@ import (
 
 // LeaseRenew renews a lease on the leader and returns its TTL.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
-	ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.renewAsLeader(ctx, id) })
-	if !errors.Is(err, lease.ErrNotPrimary) {
-		return ttl, err
+	for {
+		ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.renewAsLeader(ctx, id) })
+		if !errors.Is(err, lease.ErrNotPrimary) {
+			return ttl, err
+		}
+		ans, err := s.askLeaderAgain(ctx, peerquery.PathLeaseRenew, peerquery.Query{ID: id})
+		if !errors.Is(err, errAskAgain) {
+			return ans.TTL, err
+		}
 	}
-	ans, err := s.askLeader(ctx, peerquery.PathLeaseRenew, peerquery.Query{ID: id})
-	return ans.TTL, err
 }
 
 // LeaseTimeToLive reports a lease's TTLs (and keys), from the leader.
 func (s *Server) LeaseTimeToLive(ctx context.Context, id int64, keys bool) (lease.TTLInfo, error) {
-	info, err := onPrimary(ctx, s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(id, keys) })
-	if !errors.Is(err, lease.ErrNotPrimary) {
-		return info, err
+	for {
+		info, err := onPrimary(ctx, s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(id, keys) })
+		if !errors.Is(err, lease.ErrNotPrimary) {
+			return info, err
+		}
+		ans, err := s.askLeaderAgain(ctx, peerquery.PathLeaseTTL, peerquery.Query{ID: id, Keys: keys})
+		if !errors.Is(err, errAskAgain) {
+			return ans.Info, err
+		}
 	}
-	ans, err := s.askLeader(ctx, peerquery.PathLeaseTTL, peerquery.Query{ID: id, Keys: keys})
-	return ans.Info, err
+}
+
+// errAskAgain: the leader changed before it answered.
+var errAskAgain = errors.New("the leader changed before it answered")
+
+// askLeaderAgain is askLeader for a question that may be asked twice (a
+// renewal, a query): without a leader, it waits for one as a proposal
+// would; if the leader changes before it answers, it gives up on it with
+// errAskAgain, for the caller to ask again, of this member if it leads now.
+// A leader cut off from this member answers nothing until the cut heals,
+// and the others elect another meanwhile; a keep-alive held for it would
+// let the lease expire on the new leader.
+func (s *Server) askLeaderAgain(ctx context.Context, path string, q peerquery.Query) (peerquery.Answer, error) {
+	if s.leaderID.Load() == 0 {
+		if err := s.waitLeader(ctx, s.deadlines.After(s.RequestTimeout())); err != nil {
+			return peerquery.Answer{}, err
+		}
+	}
+	changed := s.leaderless.UntilChange()
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(changed, cancel)()
+	ans, err := s.askLeader(actx, path, q)
+	if err != nil && ctx.Err() == nil && changed.Err() != nil {
+		return ans, errAskAgain
+	}
+	return ans, err
 }
 
 // onPrimary runs a query of this member's lessor, which fails with
