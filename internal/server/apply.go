@@ -31,10 +31,15 @@ type applyResult struct {
 
 func (s *Server) applyLoop() {
 	defer s.wg.Done()
+	// A snapshot that an entry forced (a lowered cluster version) but that
+	// the db's commit or a defragmentation put off is tried again after a
+	// while: no other entry may come to try it.
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-s.stopc:
 			return
+		case <-retry:
 		case ap := <-s.applyc:
 			if ap.snapshot != nil {
 				if err := s.installSnapshot(ap.snapshot); err != nil {
@@ -49,13 +54,21 @@ func (s *Server) applyLoop() {
 				}
 			}
 			s.applied.Advance(s.appliedIndex)
-			if err := s.maybeSnapshot(); err != nil {
-				s.fatal(err)
-				return
-			}
+		}
+		if err := s.maybeSnapshot(); err != nil {
+			s.fatal(err)
+			return
+		}
+		retry = nil
+		if s.snapshotForced {
+			retry = time.After(forcedSnapshotRetry)
 		}
 	}
 }
+
+// forcedSnapshotRetry is how long a forced snapshot that was put off waits
+// before it is tried again.
+const forcedSnapshotRetry = 100 * time.Millisecond
 
 // applyEntry applies one committed entry. Entries at or below the db's
 // consistent index are already in it; their conf changes still go to raft,
@@ -399,8 +412,11 @@ func (s *Server) updatePeers(cc *raftpb.ConfChange) {
 // been applied since the last one, or when an entry forced one, and
 // compacts the raft log behind it.
 func (s *Server) maybeSnapshot() error {
-	due := s.appliedIndex-s.snapshotIndex > s.cfg.SnapshotCount
-	if !(due || s.snapshotForced) || s.appliedIndex <= s.snapshotIndex {
+	if s.appliedIndex <= s.snapshotIndex {
+		s.snapshotForced = false // a snapshot as new is there, received from the leader
+		return nil
+	}
+	if s.appliedIndex-s.snapshotIndex <= s.cfg.SnapshotCount && !s.snapshotForced {
 		return nil
 	}
 	// A db received with a snapshot from the leader is as new as the
