@@ -82,10 +82,11 @@ func (e *testEnv) apply(fn func(w *store.WriteTxn) error) error {
 }
 
 // renew renews lease id as the server does once a round has just
-// confirmed the primary's leadership.
+// confirmed the primary's leadership (the window is wide: another
+// goroutine may move the fake clock in between).
 func (e *testEnv) renew(id int64) (int64, error) {
 	e.l.Confirmed(e.l.StartConfirmation())
-	return e.l.Renew(id, time.Nanosecond)
+	return e.l.Renew(id, time.Hour)
 }
 
 func (e *testEnv) grant(id, ttl int64) Lease {
