@@ -12,28 +12,29 @@ import (
 
 // LeaseRenew renews a lease on the leader and returns its TTL.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
-	for {
-		ttl, err := onPrimary(ctx, s, func() (int64, error) { return s.renewAsLeader(ctx, id) })
-		if !errors.Is(err, lease.ErrNotPrimary) {
-			return ttl, err
-		}
-		ans, err := s.askLeaderAgain(ctx, peerquery.PathLeaseRenew, peerquery.Query{ID: id})
-		if !errors.Is(err, errAskAgain) {
-			return ans.TTL, err
-		}
-	}
+	return onLeader(ctx, s, func() (int64, error) { return s.renewAsLeader(ctx, id) },
+		peerquery.PathLeaseRenew, peerquery.Query{ID: id}, func(a peerquery.Answer) int64 { return a.TTL })
 }
 
 // LeaseTimeToLive reports a lease's TTLs (and keys), from the leader.
 func (s *Server) LeaseTimeToLive(ctx context.Context, id int64, keys bool) (lease.TTLInfo, error) {
+	return onLeader(ctx, s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(id, keys) },
+		peerquery.PathLeaseTTL, peerquery.Query{ID: id, Keys: keys}, func(a peerquery.Answer) lease.TTLInfo { return a.Info })
+}
+
+// onLeader runs query on this member's lessor if it is the primary (see
+// onPrimary), else asks the leader q at path and takes from its answer
+// what the caller wants, asking again, of whoever leads then, when the
+// leader changes before it answers (askLeaderAgain).
+func onLeader[T any](ctx context.Context, s *Server, query func() (T, error), path string, q peerquery.Query, from func(peerquery.Answer) T) (T, error) {
 	for {
-		info, err := onPrimary(ctx, s, func() (lease.TTLInfo, error) { return s.lessor.TimeToLive(id, keys) })
+		v, err := onPrimary(ctx, s, query)
 		if !errors.Is(err, lease.ErrNotPrimary) {
-			return info, err
+			return v, err
 		}
-		ans, err := s.askLeaderAgain(ctx, peerquery.PathLeaseTTL, peerquery.Query{ID: id, Keys: keys})
+		ans, err := s.askLeaderAgain(ctx, path, q)
 		if !errors.Is(err, errAskAgain) {
-			return ans.Info, err
+			return from(ans), err
 		}
 	}
 }

@@ -228,11 +228,12 @@ func (s *Server) awaitConfirmation(ctx context.Context, confirmed func() (bool, 
 // lease.ErrNotPrimary.
 func (s *Server) renewAsLeader(ctx context.Context, id int64) (int64, error) {
 	var ttl int64
-	wctx, cancel := context.WithTimeout(ctx, s.renewWindow())
+	window := s.renewWindow()
+	wctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
 	err := s.awaitConfirmation(wctx, func() (bool, error) {
 		var err error
-		ttl, err = s.lessor.Renew(id, s.renewWindow())
+		ttl, err = s.lessor.Renew(id, window)
 		if errors.Is(err, lease.ErrNotConfirmed) {
 			return false, nil
 		}
